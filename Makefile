@@ -1,0 +1,31 @@
+# Thin wrapper over CMake. Every entry point installs dependencies first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build test demo bench format clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+configure: deps
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
+
+demo: build
+	$(BUILD)/fay query 'syscall:* | count() as calls by comm | top 15 | for 5s'
+
+bench: build
+	bench/run
+
+format:
+	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
+
+clean:
+	rm -rf $(BUILD)

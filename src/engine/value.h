@@ -1,0 +1,46 @@
+// Values, events and result sets shared by the kernel reader, the interpreter and the output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/aggregate.h"
+
+namespace fay {
+
+// Ints are carried as int64_t; a Slot's Type says whether to print them unsigned.
+// Stacks are carried as a vector of user addresses, innermost first.
+using Stack = std::vector<uint64_t>;
+using Value = std::variant<int64_t, std::string, Stack>;
+
+// One event as the interpreter sees it: a value for each field of its probe.
+struct Event {
+  int probe_index = 0;           // into Plan::probes
+  std::vector<Value> values;     // parallel to ProbeInfo::fields
+  // For user_ptr fields: the string str() reads at that address (empty when unreadable).
+  std::vector<std::string> user_strings;  // parallel to ProbeInfo::fields; may be empty
+};
+
+struct Row {
+  std::vector<Value> keys;       // parallel to Plan::keys
+  std::vector<AggState> aggs;    // parallel to Plan::aggs
+};
+
+// The aggregated result of one window.
+struct ResultSet {
+  uint64_t window_end_ns = 0;  // CLOCK_REALTIME ns
+  std::vector<Row> rows;
+};
+
+// Counters reported in the end-of-run summary.
+struct RunStats {
+  uint64_t events_seen = 0;     // probe invocations in scope
+  uint64_t events_matched = 0;  // passed where/sample
+  uint64_t dropped = 0;         // ring buffer full (select)
+  uint64_t map_full = 0;        // aggregate key not inserted: map full
+  uint64_t read_errors = 0;     // str()/stack reads that failed
+};
+
+}  // namespace fay

@@ -1,0 +1,115 @@
+// The query AST. The parser builds it; the semantic pass fills in the `resolved` parts.
+//
+//   query   := source ('|' stage)*
+//   source  := probe_spec (',' probe_spec)*
+//   stage   := where | sample | aggregate | select | top | every | for
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/source_range.h"
+#include "schema/field.h"
+
+namespace fay {
+
+enum class ExprKind {
+  kInt,     // int_value (duration literals are folded to ns: 5ms -> 5000000)
+  kString,  // str_value
+  kField,   // name: "comm", "args.filename", "ret"
+  kCall,    // name: "str"; args in kids. (Aggregates are not expressions; see AggItem.)
+  kUnary,   // op: "-", "!", "~"; kids[0]
+  kBinary,  // op: "+ - * / % & | ^ << >> == != < <= > >= && ||"; kids[0], kids[1]
+  kIn,      // kids[0] in (kids[1..])
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kInt;
+  SourceRange range;
+  int64_t int_value = 0;
+  std::string str_value;
+  std::string name;  // kField / kCall
+  std::string op;    // kUnary / kBinary
+  std::vector<std::unique_ptr<Expr>> kids;
+  std::string text;  // the source text of the whole expression, used to name unaliased keys
+
+  // Filled by the semantic pass.
+  Type type;
+  // kField: the field's position in each probe's `fields`, parallel to Query::probes.
+  std::vector<int> field_index;
+  // `==`/`!=` between a string and a literal containing '*' or '?' is a glob match.
+  bool is_glob = false;
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct ProbeSpec {
+  std::string text;  // "syscall:openat", "uprobe:/bin/bash:readline", "syscall:*"
+  SourceRange range;
+};
+
+struct WhereStage {
+  ExprPtr cond;
+};
+
+// `sample 1%` or `sample 1/N`: keep an event with probability num/den.
+struct SampleStage {
+  uint64_t num = 1;
+  uint64_t den = 1;
+};
+
+enum class AggFunc { kCount, kSum, kMin, kMax, kAvg, kHist, kLhist, kQuantile, kDistinct };
+
+struct AggItem {
+  AggFunc func = AggFunc::kCount;
+  ExprPtr arg;               // null for count()
+  int64_t lo = 0, hi = 0, step = 0;  // lhist
+  double q = 0;              // quantile, 0 < q <= 1 (e.g. 0.99)
+  std::string name;          // output name: the alias, else the function name ("count", "hist")
+  SourceRange range;
+};
+
+struct KeyItem {
+  ExprPtr expr;
+  std::string name;  // the alias, else the expression text ("comm", "args.filename")
+};
+
+struct AggregateStage {
+  std::vector<AggItem> aggs;
+  std::vector<KeyItem> keys;
+};
+
+struct SelectStage {
+  std::vector<KeyItem> items;
+};
+
+struct TopStage {
+  int64_t n = 10;
+};
+
+struct EveryStage {
+  uint64_t ns = 0;
+};
+
+struct ForStage {
+  uint64_t ns = 0;
+};
+
+using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
+                           EveryStage, ForStage>;
+
+struct StageNode {
+  Stage stage;
+  SourceRange range;  // the stage keyword through its last token
+};
+
+struct Query {
+  std::string text;  // the full source, for diagnostics
+  std::vector<ProbeSpec> sources;
+  std::vector<StageNode> stages;
+};
+
+}  // namespace fay

@@ -1,0 +1,85 @@
+// The plan: a checked query split into the part that runs in the probe (eBPF) and the part that
+// runs on the machine (user space). A future cluster part merges serialized aggregate states.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "query/ast.h"
+#include "schema/probe.h"
+
+namespace fay {
+
+// One key or selected column, laid out in the probe's key struct / ring-buffer record.
+struct Slot {
+  const Expr* expr = nullptr;
+  std::string name;
+  Type type;
+  int offset = 0;  // bytes from the start of the key (or record payload)
+  int size = 8;    // 8 for ints, probe ids and stack ids; round_up(str_len, 8) for strings
+};
+
+struct AggSlot {
+  const AggItem* item = nullptr;
+  int offset = 0;  // bytes from the start of the map value
+  int size = 0;    // see query/agg_layout.h
+};
+
+enum class PlanMode { kAggregate, kSelect };
+
+// How a probe gets attached. A program is generated per attachment.
+enum class AttachKind {
+  kTracepoint,       // perf_event tracepoint (tp_category/tp_name or exit name)
+  kRawSyscalls,      // raw_syscalls:sys_enter / sys_exit shared by many syscall probes
+  kUprobe,           // perf_event uprobe; is_return for uretprobe
+  kPerfSoftware,     // cpu-clock sampling (profile) or timer (interval)
+};
+
+enum class ProgRole {
+  kMain,      // evaluates the pipeline at this point
+  kEntry,     // syscall/uprobe entry that only records entry state for a kMain at exit
+  kScopeFork,  // sched_process_fork: extends the traced process set to children
+  kScopeExit,  // sched_process_exit: shrinks it
+};
+
+struct Attachment {
+  AttachKind kind = AttachKind::kTracepoint;
+  ProgRole role = ProgRole::kMain;
+  int probe_index = -1;  // into Plan::probes; -1 when shared (raw syscalls, scope tracking)
+  bool is_exit = false;  // syscall exit / uretprobe
+  std::string category, name;  // tracepoint
+};
+
+struct Plan {
+  std::shared_ptr<Query> query;  // owns the expressions the plan points into
+  std::vector<ProbeInfo> probes;
+
+  // --- probe part
+  const Expr* predicate = nullptr;  // the conjunction of where stages (null: accept all)
+  std::vector<ExprPtr> owned;       // synthesized expressions (e.g. the && of several wheres)
+  uint64_t sample_num = 1, sample_den = 1;  // keep with probability num/den
+  PlanMode mode = PlanMode::kAggregate;
+  std::vector<Slot> keys;    // kAggregate: the `by` keys; kSelect: the selected columns
+  int key_size = 0;          // bytes; 8 when there are no keys (a single zero key)
+  std::vector<AggSlot> aggs;
+  int value_size = 0;
+  bool needs_exit = false;   // a syscall probe needs ret/errno/latency, or uprobe latency
+  bool use_raw_syscalls = false;  // many syscall probes share raw_syscalls programs
+  std::vector<Attachment> attachments;
+  uint32_t max_keys = 10240;
+
+  // --- machine part
+  int64_t top_n = 0;      // 0: all rows
+  uint64_t every_ns = 0;  // 0: one window, printed at the end
+  uint64_t for_ns = 0;    // 0: until Ctrl-C or the traced command exits
+};
+
+struct PlanOptions {
+  uint32_t max_keys = 10240;
+  // Above this many syscall probes, attach raw_syscalls once instead of each syscall tracepoint.
+  size_t raw_syscalls_threshold = 8;
+};
+
+}  // namespace fay
