@@ -1,2 +1,27 @@
+// fay: one query language for live tracing, recorded traces and clusters.
+#include <CLI/CLI.hpp>
 #include <cstdio>
-int main() { std::puts("fay"); return 0; }
+#include <map>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fay: declarative tracing compiled to eBPF"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "fay 0.1.0");
+  std::map<std::string, fay::cli::Runner> runners;
+  runners["query"] = fay::cli::RegisterQuery(app);
+  runners["explain"] = fay::cli::RegisterExplain(app);
+  runners["probes"] = fay::cli::RegisterProbes(app);
+  runners["doctor"] = fay::cli::RegisterDoctor(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto* sub : app.get_subcommands()) {
+    auto it = runners.find(sub->get_name());
+    if (it != runners.end()) return it->second();
+  }
+  return 1;
+}

@@ -1,0 +1,1 @@
+"""The side-by-side benchmark harness behind bench/run (see docs/BENCHMARKS.md)."""

@@ -1,0 +1,75 @@
+"""Markdown tables, the results JSON and the generated section of docs/BENCHMARKS.md."""
+
+import re
+
+BEGIN = "<!-- BEGIN GENERATED: bench/run rewrites everything down to the END marker -->"
+END = "<!-- END GENERATED -->"
+
+
+def _f(v, fmt):
+    return "–" if v is None else format(v, fmt)
+
+
+def _ratio(v):
+    if v is None:
+        return "–"
+    return f"{v:.2f}×" if v < 100 else f"{v:.0f}×"
+
+
+def workload_table(w):
+    lines = [f"#### {w['name']}: {w['title']}", "",
+             "| Tool | Runs | Wall (s) | × untraced | Overhead/event | CPU (s) | Peak RSS (MB) "
+             "| Events/s | Trace B/event | Status |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+    for t in w["tools"]:
+        if t["status"] != "ok":
+            lines.append(f"| {t['tool']} | {len(t['runs'])} | – | – | – | – | – | – | – "
+                         f"| **failed**: {t['reason']} |")
+            continue
+        ov = t.get("overhead_ns_per_event")
+        lines.append(
+            f"| {t['tool']} | {len(t['runs'])} | {t['median_wall_s']:.3f} "
+            f"| {_ratio(t.get('ratio_untraced'))} | {_f(ov, '.0f') + ' ns' if ov is not None else '–'} "
+            f"| {t['median_cpu_s']:.3f} | {t['median_rss_kb'] / 1024:.1f} "
+            f"| {_f(t.get('events_per_s'), ',.0f')} | {_f(t.get('trace_bytes_per_event'), '.1f')} "
+            f"| ok{'; ' + t['note'] if t.get('note') else ''} |")
+    ok = [t for t in w["tools"] if t["status"] == "ok" and t["kind"] != "untraced"]
+    if len(ok) > 1:
+        lines += ["", "Wall-time ratio, row ÷ column:", "",
+                  "| | " + " | ".join(t["tool"] for t in ok) + " |",
+                  "|---|" + "--:|" * len(ok)]
+        for a in ok:
+            cells = [_ratio(a["median_wall_s"] / b["median_wall_s"]) for b in ok]
+            lines.append(f"| {a['tool']} | " + " | ".join(cells) + " |")
+    for a in w.get("acceptance", []):
+        lines += ["", f"**{a['label']}: {a['verdict']}** ({a['detail']})"]
+    return "\n".join(lines)
+
+
+def machine_lines(m):
+    return [f"- Host: {m['host']}, {m['cores']} cores, {m['cpu_model']}, {m['memory_gib']} GiB",
+            f"- Kernel {m['kernel']}, {m['os']}",
+            f"- fay {m['fay_revision']}; " + "; ".join(
+                f"{k}: {v}" for k, v in m["versions"].items() if v)]
+
+
+def full_report(results):
+    r = results
+    head = [f"Run {r['date']} on {r['machine']['host']}: mode {r['mode']}, "
+            f"{r['warmup']} warm-up + {r['runs']} counted runs per tool (interleaved), "
+            f"scale {r['scale']:g}, total {r['elapsed_s']:.0f} s.", ""]
+    head += machine_lines(r["machine"]) + [""]
+    return "\n".join(head + ["\n\n".join(workload_table(w) for w in r["workloads"])]) + "\n"
+
+
+def regenerate_doc(path, results):
+    """Replaces the generated section of docs/BENCHMARKS.md, keeping the prose around it."""
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        text = text.rstrip("\n") + f"\n\n## Results\n\n{BEGIN}\n{END}\n"
+    body = full_report(results)
+    new = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END),
+                 lambda _: f"{BEGIN}\n\n{body}\n{END}", text, flags=re.S)
+    with open(path, "w") as f:
+        f.write(new)

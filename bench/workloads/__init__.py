@@ -1,0 +1,1 @@
+"""Each module here defines workloads(env) -> [Workload] and ORDER (run order, low first)."""

@@ -1,0 +1,70 @@
+"""W1 syscall storm: 2,000,000 getppid calls, and dd bs=1 (1,000,000 reads + 1,000,000 writes)."""
+
+import shutil
+
+from benchlib.model import Workload
+from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_tool, perf_trace_tool,
+                            stderr_has, strace_count_tool, strace_file_tool)
+
+# Start-up and exit calls a static test program makes beyond its loop; a dynamic dd makes more.
+SLACK = 200
+ORDER = 1  # bench/run runs workload modules by ORDER
+
+
+def overhead_rule(results):
+    """Issue 2: (fay - untraced) <= 1.1 x (empty eBPF program - untraced), from the same run."""
+    t = {r["tool"]: r for r in results["tools"]}
+    base, floor, fay = t.get("untraced"), t.get("empty eBPF program"), t.get("fay query")
+    if not all(x and x["status"] == "ok" for x in (base, floor, fay)):
+        return "n/a", "needs untraced, the empty program and fay query to have succeeded"
+    fo = fay["median_wall_s"] - base["median_wall_s"]
+    eo = floor["median_wall_s"] - base["median_wall_s"]
+    ok = fo <= 1.1 * eo
+    return ("PASS" if ok else "FAIL"), (f"fay overhead {fo * 1e3:.1f} ms vs 1.1 x empty-program "
+                                         f"overhead {1.1 * eo * 1e3:.1f} ms")
+
+
+def workloads(env):
+    n = env.scaled(2_000_000)
+    loop = [env.testprog("getppid_loop"), str(n)]
+    empty = env.empty_probe()
+    exact = (n, n)
+    getppid = Workload(
+        "W1-getppid", "W1", f"{n:,} getppid calls (tests/testprogs/getppid_loop {n})", n, [
+            Tool("untraced", "untraced", loop, exit_ok),
+            Tool("empty eBPF program", "floor",
+                 [empty, "-t", "syscalls:sys_enter_getppid", "--"] + loop, exit_ok, needs=[empty]),
+            fay_tool(env, "fay query", loop, "syscall:getppid | count() as n by comm",
+                     "getppid_loop", n, n, "n"),
+            fay_tool(env, "fay query syscall:*", loop, "syscall:* | count() by comm",
+                     "getppid_loop", n, n + SLACK, "count"),
+            bpftrace_tool(env, "bpftrace", loop, "tracepoint:syscalls:sys_enter_getppid",
+                          "getppid_loop", n, n),
+            strace_count_tool(env, "strace -f -c", loop, {"getppid": exact}),
+            strace_file_tool(env, "strace -f -o FILE", loop, {"getppid": exact}),
+            perf_trace_tool(env, "perf trace -s", loop, {"getppid": exact}),
+        ], acceptance=[("per-event overhead (issue 2)", overhead_rule)])
+
+    m = env.scaled(1_000_000)
+    # An absolute path: bpftrace -c refuses a name that matches both /bin/dd and /usr/bin/dd.
+    dd = [shutil.which("dd") or "/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=1", f"count={m}"]
+    dd_done = stderr_has(rf"^{m} bytes", f"'{m} bytes' line from dd")
+    dd_ok = all_of(exit_ok, dd_done)
+    rw = {"read": (m, m + SLACK), "write": (m, m + SLACK)}
+    ddw = Workload(
+        "W1-dd", "W1", f"dd bs=1 count={m:,}: {m:,} reads and {m:,} writes", 2 * m, [
+            Tool("untraced", "untraced", dd, dd_ok),
+            Tool("empty eBPF program", "floor",
+                 [empty, "-t", "syscalls:sys_enter_read", "-t", "syscalls:sys_enter_write", "--"]
+                 + dd, dd_ok, needs=[empty]),
+            fay_tool(env, "fay query", dd, "syscall:read, syscall:write | count() by comm",
+                     "dd", 2 * m, 2 * m + SLACK, "count"),
+            fay_tool(env, "fay query syscall:*", dd, "syscall:* | count() by comm",
+                     "dd", 2 * m, 2 * m + SLACK, "count"),
+            bpftrace_tool(env, "bpftrace", dd, "tracepoint:syscalls:sys_enter_read,"
+                          "tracepoint:syscalls:sys_enter_write", "dd", 2 * m, 2 * m + SLACK),
+            strace_count_tool(env, "strace -f -c", dd, rw),
+            strace_file_tool(env, "strace -f -o FILE", dd, rw),
+            perf_trace_tool(env, "perf trace -s", dd, rw),
+        ])
+    return [getppid, ddw]

@@ -1,0 +1,42 @@
+// Attaching programs to events. A Link owns every fd that keeps a program attached (perf event
+// fds and bpf link fds), so dropping the Link -- or the process dying -- detaches everything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bpf/fd.h"
+#include "bpf/program.h"
+#include "common/status.h"
+
+namespace fay::bpf {
+
+class Link {
+ public:
+  Link() = default;
+  Link(Link&&) noexcept = default;
+  Link& operator=(Link&&) noexcept = default;
+
+  void Add(UniqueFd fd) { fds_.push_back(std::move(fd)); }
+  size_t size() const { return fds_.size(); }
+  // Moves every fd of `other` into this link.
+  void Merge(Link&& other);
+
+ private:
+  std::vector<UniqueFd> fds_;
+};
+
+// A tracefs tracepoint by id (events/SUBSYS/NAME/id); one perf event covering every CPU.
+Expected<Link> AttachTracepoint(const Program& prog, int tp_id);
+Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name);
+// `file_offset` is the offset of the probed instruction in `path` (not its virtual address).
+Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64_t file_offset,
+                            bool retprobe, int pid = -1);
+// One perf software event per online CPU (e.g. PERF_COUNT_SW_CPU_CLOCK), sampled at freq_hz
+// when it is non-zero, else every period_ns. `cpu` >= 0 restricts it to that one CPU (an
+// interval probe wants one firing per period, not one per CPU).
+Expected<Link> AttachPerfSoftware(const Program& prog, uint64_t config, uint64_t freq_hz,
+                                  uint64_t period_ns, int cpu = -1);
+
+}  // namespace fay::bpf

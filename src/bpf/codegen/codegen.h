@@ -1,0 +1,81 @@
+// The eBPF code generator: turns a Plan's probe part into one program per attachment, plus the
+// maps those programs share. This is "compiled query + resources": everything needed to run the
+// query on a host.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bpf/emitter.h"
+#include "common/status.h"
+#include "query/plan.h"
+
+namespace fay::bpf {
+
+// Fixed map slots; an unused map is not created.
+enum MapId {
+  kMapStats = 0,  // PERCPU_ARRAY[1] of kStatCount u64 counters
+  kMapAggA,       // PERCPU_HASH key -> aggregate states (window A)
+  kMapAggB,       // the same, window B (only with `every`)
+  kMapControl,    // ARRAY[1] u64: bit 0 selects the active window
+  kMapZero,       // ARRAY[1] of zeroed aggregate states: the template for new keys
+  kMapScratch,    // PERCPU_ARRAY[1]: key, entry copy and string buffers (bigger than the stack)
+  kMapEntry,      // HASH tid -> {entry time, six arguments} for entry/exit correlation
+  kMapScope,      // HASH tgid -> 1: the traced process tree (-c / -p)
+  kMapSysFilter,  // ARRAY[kMaxSyscalls] u32: syscall nr -> probe index + 1 (raw syscalls)
+  kMapStacks,     // STACK_TRACE for ustack keys
+  kMapRing,       // RINGBUF for select
+  kMapCount,
+};
+
+enum StatIndex {
+  kStatSeen = 0,
+  kStatMatched,
+  kStatDropped,
+  kStatMapFull,
+  kStatReadErrors,
+  kStatCount = 8,
+};
+
+constexpr int kMaxSyscalls = 512;
+constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
+constexpr int kStrBufSize = 256;
+constexpr int kStrBufs = 8;
+constexpr uint32_t kRingBytes = 8 << 20;
+
+struct MapDesc {
+  bool used = false;
+  bpf_map_type type = BPF_MAP_TYPE_UNSPEC;
+  std::string name;
+  uint32_t key_size = 0, value_size = 0, max_entries = 0;
+};
+
+struct GeneratedProgram {
+  Attachment attach;
+  bpf_prog_type type = BPF_PROG_TYPE_TRACEPOINT;
+  std::string name;
+  std::vector<bpf_insn> insns;
+  std::vector<MapReloc> relocs;
+  std::vector<std::pair<size_t, std::string>> comments;
+};
+
+struct CodegenOptions {
+  bool scoped = false;      // filter by kMapScope (-c / -p) and track forks/exits
+  uint32_t self_tgid = 0;   // when not scoped, ignore this process (fay itself); 0 = none
+  // Field offsets of sched:sched_process_fork (parent_pid, child_pid), read from tracefs.
+  int fork_parent_off = 12, fork_child_off = 20;
+};
+
+struct GeneratedQuery {
+  MapDesc maps[kMapCount];
+  std::vector<GeneratedProgram> programs;
+  int scratch_entry_off = 0;  // where programs keep their entry copy inside the scratch value
+};
+
+Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options);
+
+}  // namespace fay::bpf

@@ -1,0 +1,165 @@
+// Loading probe fields: helpers for the common fields, the record for tracepoint fields, the
+// entry copy for syscall arguments seen at exit, and pt_regs for uprobes.
+#include <fmt/format.h>
+
+#include "bpf/codegen/gen_context.h"
+
+namespace fay::bpf {
+namespace {
+
+// struct pt_regs offsets on x86-64, for the System V argument registers and rax.
+constexpr int16_t kRegsArgOff[6] = {112, 104, 96, 88, 72, 64};  // di si dx cx r8 r9
+constexpr int16_t kRegsAxOff = 80;
+constexpr int16_t kSysExitRetOff = 16;  // `long ret` in sys_exit_* and raw_syscalls:sys_exit
+
+const Field& FieldOf(const Gen& g, const Expr& expr) {
+  int p = g.layout_probe();
+  return g.plan.probes[p].fields[expr.field_index[p]];
+}
+
+// Narrow loads zero-extend; signed narrow fields need their sign back.
+void SignExtend(Gen& g, Reg r, int size) {
+  if (size >= 8) return;
+  int shift = 64 - size * 8;
+  g.e.AluImm(BPF_LSH, r, shift);
+  g.e.AluImm(BPF_ARSH, r, shift);
+}
+
+void LoadProbeIndex(Gen& g, Reg dst) {
+  if (g.static_probe() >= 0)
+    g.e.MovImm(dst, g.static_probe());
+  else
+    g.e.Load(8, dst, R10, kFpProbe);
+}
+
+}  // namespace
+
+void GenField(Gen& g, const Expr& expr) {
+  const Field& f = FieldOf(g, expr);
+  Emitter& e = g.e;
+  e.Comment(f.name);
+  switch (f.source) {
+    case FieldSource::kTime:
+      e.Call(BPF_FUNC_ktime_get_ns);
+      e.Mov(R7, R0);
+      return;
+    case FieldSource::kCpu:
+      e.Call(BPF_FUNC_get_smp_processor_id);
+      e.Mov(R7, R0);
+      return;
+    case FieldSource::kPid:
+      e.Call(BPF_FUNC_get_current_pid_tgid);
+      e.Mov(R7, R0);
+      e.AluImm(BPF_RSH, R7, 32);
+      return;
+    case FieldSource::kTid:
+    case FieldSource::kUid:
+      e.Call(f.source == FieldSource::kTid ? BPF_FUNC_get_current_pid_tgid
+                                           : BPF_FUNC_get_current_uid_gid);
+      e.Mov(R7, R0);
+      e.AluImm(BPF_LSH, R7, 32);
+      e.AluImm(BPF_RSH, R7, 32);
+      return;
+    case FieldSource::kProbe:
+    case FieldSource::kFunc:
+      LoadProbeIndex(g, R7);
+      return;
+    case FieldSource::kCtx:
+      if (g.has_entry && g.plan.probes[g.layout_probe()].kind == ProbeKind::kSyscall) {
+        e.Load(8, R7, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * f.index));
+      } else {
+        e.Load(f.size, R7, R6, static_cast<int16_t>(f.offset));
+        if (f.type.is_signed) SignExtend(g, R7, f.size);
+      }
+      // Syscall arguments are stored as longs; an `int` argument keeps only its low half.
+      if (f.c_type == "int" || f.c_type == "pid_t" || f.c_type == "unsigned int" ||
+          f.c_type == "uid_t" || f.c_type == "gid_t" || f.c_type == "u32") {
+        if (f.size == 8) {
+          e.AluImm(BPF_LSH, R7, 32);
+          e.AluImm(f.type.is_signed ? BPF_ARSH : BPF_RSH, R7, 32);
+        }
+      }
+      return;
+    case FieldSource::kRet:
+      e.Load(8, R7, R6, kSysExitRetOff);
+      return;
+    case FieldSource::kErrno: {
+      // errno = -ret for ret in [-4095, -1], else 0.
+      Label zero = e.NewLabel(), done = e.NewLabel();
+      e.Load(8, R7, R6, kSysExitRetOff);
+      e.JmpIfImm(BPF_JSGE, R7, 0, zero);
+      e.JmpIfImm(BPF_JSLT, R7, -4095, zero);
+      e.AluImm(BPF_NEG, R7, 0);
+      e.Jmp(done);
+      e.Bind(zero);
+      e.MovImm(R7, 0);
+      e.Bind(done);
+      return;
+    }
+    case FieldSource::kLatency:
+      if (!g.has_entry) {
+        g.Fail("latency needs both the entry and the exit of " +
+               g.plan.probes[g.layout_probe()].name);
+        return;
+      }
+      e.Call(BPF_FUNC_ktime_get_ns);
+      e.Mov(R7, R0);
+      e.Load(8, R1, R9, static_cast<int16_t>(g.entry_off));
+      e.Alu(BPF_SUB, R7, R1);
+      return;
+    case FieldSource::kUprobeArg:
+      if (g.has_entry) {
+        e.Load(8, R7, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * f.index));
+      } else {
+        e.Load(8, R7, R6, kRegsArgOff[f.index % 6]);
+      }
+      return;
+    case FieldSource::kUprobeRet:
+      e.Load(8, R7, R6, kRegsAxOff);
+      return;
+    case FieldSource::kUserStack:
+      e.Mov(R1, R6);
+      e.LdMap(R2, kMapStacks);
+      e.MovImm(R3, BPF_F_USER_STACK);
+      e.Call(BPF_FUNC_get_stackid);
+      e.Mov(R7, R0);
+      return;
+    case FieldSource::kComm:
+    case FieldSource::kDataLoc:
+      g.Fail(fmt::format("internal: string field {} used as an integer", f.name));
+      return;
+  }
+}
+
+void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
+  const Field& f = FieldOf(g, expr);
+  Emitter& e = g.e;
+  e.Comment(f.name);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, off);
+  switch (f.source) {
+    case FieldSource::kComm:
+      e.MovImm(R2, std::min(cap, 16));
+      e.Call(BPF_FUNC_get_current_comm);
+      return;
+    case FieldSource::kCtx:
+      // A char[N] array inside the record.
+      e.MovImm(R2, std::min(cap, f.size));
+      e.Mov(R3, R6);
+      e.AluImm(BPF_ADD, R3, f.offset);
+      e.Call(BPF_FUNC_probe_read_kernel_str);
+      return;
+    case FieldSource::kDataLoc:
+      // The u32 descriptor holds the string's offset in its low half and length in its high.
+      e.Load(4, R3, R6, static_cast<int16_t>(f.offset));
+      e.AluImm(BPF_AND, R3, 0xffff);
+      e.Alu(BPF_ADD, R3, R6);
+      e.MovImm(R2, cap);
+      e.Call(BPF_FUNC_probe_read_kernel_str);
+      return;
+    default:
+      g.Fail(fmt::format("internal: field {} is not a string", f.name));
+  }
+}
+
+}  // namespace fay::bpf

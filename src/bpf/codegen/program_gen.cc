@@ -1,0 +1,287 @@
+// Program assembly: the prologue every program shares (context, scratch, probe index, scope),
+// the three program roles (main, entry, scope tracking) and the map set of a query.
+#include <fmt/format.h>
+
+#include "bpf/codegen/codegen.h"
+#include "bpf/codegen/gen_context.h"
+
+namespace fay::bpf {
+namespace {
+
+constexpr int16_t kRecordIdOff = 8;  // `long id` in raw_syscalls:sys_enter / sys_exit
+
+int RoundUp8(int n) { return (n + 7) & ~7; }
+
+// R9 = the per-CPU scratch value.
+void GenScratch(Gen& g) {
+  Emitter& e = g.e;
+  e.StoreImm(4, R10, kFpKey, 0);
+  e.LdMap(R1, kMapScratch);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Mov(R9, R0);
+}
+
+// Raw syscalls: keep only the syscalls the query names, and remember which probe this is.
+void GenSyscallFilter(Gen& g) {
+  Emitter& e = g.e;
+  e.Comment("raw syscalls: syscall number -> probe index");
+  e.Load(8, R1, R6, kRecordIdOff);
+  e.JmpIfImm(BPF_JSLT, R1, 0, g.exit_label);
+  e.JmpIfImm(BPF_JSGE, R1, kMaxSyscalls, g.exit_label);
+  e.Store(4, R10, kFpKey, R1);
+  e.LdMap(R1, kMapSysFilter);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(4, R1, R0, 0);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  e.AluImm(BPF_SUB, R1, 1);
+  e.Store(8, R10, kFpProbe, R1);
+}
+
+// -c/-p: only the traced process tree; otherwise everything but fay itself.
+void GenScope(Gen& g) {
+  Emitter& e = g.e;
+  if (g.options.scoped) {
+    e.Comment("scope: is this process in the traced tree?");
+    e.Call(BPF_FUNC_get_current_pid_tgid);
+    e.AluImm(BPF_RSH, R0, 32);
+    e.Store(4, R10, kFpKey, R0);
+    e.LdMap(R1, kMapScope);
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, kFpKey);
+    e.Call(BPF_FUNC_map_lookup_elem);
+    e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  } else if (g.options.self_tgid) {
+    e.Comment("skip fay's own events");
+    e.Call(BPF_FUNC_get_current_pid_tgid);
+    e.AluImm(BPF_RSH, R0, 32);
+    e.JmpIfImm(BPF_JEQ, R0, static_cast<int32_t>(g.options.self_tgid), g.exit_label);
+  }
+}
+
+bool IsSyscallAttach(const Gen& g) {
+  return g.attach.kind == AttachKind::kRawSyscalls ||
+         (g.attach.probe_index >= 0 &&
+          g.plan.probes[g.attach.probe_index].kind == ProbeKind::kSyscall);
+}
+
+// Entry: remember the entry time and arguments under the thread id.
+void GenEntryBody(Gen& g) {
+  Emitter& e = g.e;
+  GenScope(g);
+  e.Comment("entry state: time and arguments, keyed by thread");
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R9, static_cast<int16_t>(g.entry_off), R0);
+  static constexpr int16_t kRegsArgOff[6] = {112, 104, 96, 88, 72, 64};
+  for (int i = 0; i < 6; ++i) {
+    int16_t src = IsSyscallAttach(g) ? static_cast<int16_t>(16 + 8 * i) : kRegsArgOff[i];
+    e.Load(8, R1, R6, src);
+    e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * i), R1);
+  }
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.Store(8, R10, kFpKey, R0);
+  e.LdMap(R1, kMapEntry);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Mov(R3, R9);
+  e.AluImm(BPF_ADD, R3, g.entry_off);
+  e.MovImm(R4, BPF_ANY);
+  e.Call(BPF_FUNC_map_update_elem);
+}
+
+// Exit: fetch and drop the entry state; no entry (attached mid-call) means no event.
+void GenFetchEntry(Gen& g) {
+  Emitter& e = g.e;
+  e.Comment("exit: fetch this thread's entry state");
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.Store(8, R10, kFpKey, R0);
+  e.LdMap(R1, kMapEntry);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  for (int w = 0; w < kEntryValueSize / 8; ++w) {
+    e.Load(8, R1, R0, static_cast<int16_t>(8 * w));
+    e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 * w), R1);
+  }
+  e.LdMap(R1, kMapEntry);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_delete_elem);
+  g.has_entry = true;
+}
+
+void GenSample(Gen& g) {
+  const Plan& plan = g.plan;
+  if (plan.sample_num >= plan.sample_den) return;
+  Emitter& e = g.e;
+  uint64_t threshold = (plan.sample_num << 32) / plan.sample_den;
+  e.Comment(fmt::format("sample {}/{}", plan.sample_num, plan.sample_den));
+  e.Call(BPF_FUNC_get_prandom_u32);
+  e.LdImm64(R1, threshold);
+  e.JmpIf(BPF_JGE, R0, R1, g.exit_label);
+}
+
+void GenMainBody(Gen& g) {
+  Emitter& e = g.e;
+  bool paired = g.attach.is_exit && g.plan.needs_exit;
+  if (paired)
+    GenFetchEntry(g);
+  else
+    GenScope(g);
+  GenBumpStat(g, kStatSeen);
+  if (g.plan.predicate) {
+    e.Comment("where " + g.plan.predicate->text);
+    GenIntExpr(g, *g.plan.predicate);
+    e.JmpIfImm(BPF_JEQ, R7, 0, g.exit_label);
+  }
+  GenSample(g);
+  GenBumpStat(g, kStatMatched);
+  if (g.plan.mode == PlanMode::kAggregate)
+    GenAggregate(g);
+  else
+    GenSelect(g);
+}
+
+void GenScopeFork(Gen& g) {
+  Emitter& e = g.e;
+  e.Comment("a traced process forked: trace the child too");
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.AluImm(BPF_RSH, R0, 32);
+  e.Store(4, R10, kFpKey, R0);
+  e.LdMap(R1, kMapScope);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(4, R1, R6, static_cast<int16_t>(g.options.fork_child_off));
+  e.Store(4, R10, kFpKey, R1);
+  e.StoreImm(1, R10, kFpProbe, 1);
+  e.LdMap(R1, kMapScope);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Mov(R3, R10);
+  e.AluImm(BPF_ADD, R3, kFpProbe);
+  e.MovImm(R4, BPF_ANY);
+  e.Call(BPF_FUNC_map_update_elem);
+}
+
+void GenScopeExit(Gen& g) {
+  Emitter& e = g.e;
+  e.Comment("a thread exited: forget its id");
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.Store(4, R10, kFpKey, R0);
+  e.LdMap(R1, kMapScope);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_delete_elem);
+}
+
+bpf_prog_type ProgType(AttachKind k) {
+  switch (k) {
+    case AttachKind::kUprobe: return BPF_PROG_TYPE_KPROBE;
+    case AttachKind::kPerfSoftware: return BPF_PROG_TYPE_PERF_EVENT;
+    default: return BPF_PROG_TYPE_TRACEPOINT;
+  }
+}
+
+Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& options,
+                                      const Attachment& attach, int entry_off, int str_base,
+                                      int n) {
+  Gen g(plan, options, attach, entry_off);
+  g.set_str_base(str_base);
+  Emitter& e = g.e;
+  g.exit_label = e.NewLabel();
+  e.Comment("R6 = context");
+  e.Mov(R6, R1);
+  if (attach.role == ProgRole::kScopeFork) {
+    GenScopeFork(g);
+  } else if (attach.role == ProgRole::kScopeExit) {
+    GenScopeExit(g);
+  } else {
+    GenScratch(g);
+    if (attach.kind == AttachKind::kRawSyscalls) GenSyscallFilter(g);
+    if (attach.role == ProgRole::kEntry)
+      GenEntryBody(g);
+    else
+      GenMainBody(g);
+  }
+  e.Bind(g.exit_label);
+  e.MovImm(R0, 0);
+  e.Exit();
+  if (!g.status.ok()) return g.status;
+
+  GeneratedProgram prog;
+  prog.attach = attach;
+  prog.type = ProgType(attach.kind);
+  const char* role = attach.role == ProgRole::kEntry       ? "entry"
+                     : attach.role == ProgRole::kScopeFork ? "fork"
+                     : attach.role == ProgRole::kScopeExit ? "exit"
+                                                           : "main";
+  prog.name = fmt::format("fay_{}_{}", role, n);
+  FAY_ASSIGN_OR_RETURN(prog.insns, e.Finish());
+  prog.relocs = e.relocs();
+  prog.comments = e.comments();
+  return prog;
+}
+
+bool UsesStacks(const Plan& plan) {
+  for (const auto& k : plan.keys)
+    if (k.type.kind == TypeKind::kStack) return true;
+  return false;
+}
+
+}  // namespace
+
+Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options) {
+  GeneratedQuery q;
+  auto set = [&](MapId id, bpf_map_type type, const char* name, uint32_t k, uint32_t v,
+                 uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n}; };
+
+  int entry_off = RoundUp8(std::max(plan.key_size, 8));
+  int str_base = entry_off + kEntryValueSize;
+  q.scratch_entry_off = entry_off;
+  set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
+  set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4,
+      str_base + kStrBufSize * kStrBufs, 1);
+  if (plan.mode == PlanMode::kAggregate) {
+    set(kMapAggA, BPF_MAP_TYPE_PERCPU_HASH, "fay_agg_a", plan.key_size, plan.value_size,
+        plan.max_keys);
+    set(kMapZero, BPF_MAP_TYPE_ARRAY, "fay_zero", 4, plan.value_size, 1);
+    if (plan.every_ns) {
+      set(kMapAggB, BPF_MAP_TYPE_PERCPU_HASH, "fay_agg_b", plan.key_size, plan.value_size,
+          plan.max_keys);
+      set(kMapControl, BPF_MAP_TYPE_ARRAY, "fay_control", 4, 8, 1);
+    }
+  } else {
+    set(kMapRing, BPF_MAP_TYPE_RINGBUF, "fay_events", 0, 0, kRingBytes);
+  }
+  if (plan.needs_exit)
+    set(kMapEntry, BPF_MAP_TYPE_LRU_HASH, "fay_entry", 8, kEntryValueSize, 65536);
+  if (options.scoped) set(kMapScope, BPF_MAP_TYPE_HASH, "fay_scope", 4, 1, 65536);
+  if (plan.use_raw_syscalls)
+    set(kMapSysFilter, BPF_MAP_TYPE_ARRAY, "fay_sysfilter", 4, 4, kMaxSyscalls);
+  if (UsesStacks(plan))
+    set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
+
+  std::vector<Attachment> attachments = plan.attachments;
+  if (options.scoped) {
+    attachments.push_back({AttachKind::kTracepoint, ProgRole::kScopeFork, -1, false, "sched",
+                           "sched_process_fork"});
+    attachments.push_back({AttachKind::kTracepoint, ProgRole::kScopeExit, -1, false, "sched",
+                           "sched_process_exit"});
+  }
+  int n = 0;
+  for (const auto& a : attachments) {
+    FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(plan, options, a, entry_off, str_base, n++));
+    q.programs.push_back(std::move(prog));
+  }
+  return q;
+}
+
+}  // namespace fay::bpf

@@ -1,0 +1,221 @@
+// Strings: reading them into scratch buffers, comparing them with literals (exact or glob) and
+// with each other. The probe name and the uprobe function name are known per probe, so their
+// comparisons fold to a set of probe indices at compile time.
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "bpf/codegen/gen_context.h"
+
+namespace fay::bpf {
+namespace {
+
+bool Glob(std::string_view p, std::string_view s) {
+  size_t pi = 0, si = 0, star = std::string_view::npos, mark = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
+      ++pi, ++si;
+    } else if (pi < p.size() && p[pi] == '*') {
+      star = pi++;
+      mark = si;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1;
+      si = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+bool HasGlob(const std::string& s) { return s.find_first_of("*?") != std::string::npos; }
+
+bool IsNameField(const Expr& e) {
+  return e.kind == ExprKind::kField && (e.name == "probe" || e.name == "func");
+}
+
+std::string NameOf(const Gen& g, const Expr& field, int probe) {
+  const ProbeInfo& p = g.plan.probes[probe];
+  return field.name == "func" ? p.symbol : p.name;
+}
+
+// R7 = 1 when the probe index is one of `matches`, else 0.
+void GenProbeSet(Gen& g, const std::vector<int>& matches) {
+  Emitter& e = g.e;
+  if (g.static_probe() >= 0) {
+    bool hit = false;
+    for (int m : matches) hit = hit || m == g.static_probe();
+    e.MovImm(R7, hit ? 1 : 0);
+    return;
+  }
+  Label yes = e.NewLabel(), done = e.NewLabel();
+  e.Load(8, R1, R10, kFpProbe);
+  for (int m : matches) e.JmpIfImm(BPF_JEQ, R1, m, yes);
+  e.MovImm(R7, 0);
+  e.Jmp(done);
+  e.Bind(yes);
+  e.MovImm(R7, 1);
+  e.Bind(done);
+}
+
+std::vector<int> MatchingProbes(const Gen& g, const Expr& field, const std::string& lit,
+                                bool glob) {
+  std::vector<int> out;
+  for (size_t i = 0; i < g.plan.probes.size(); ++i) {
+    std::string name = NameOf(g, field, static_cast<int>(i));
+    if (glob ? Glob(lit, name) : name == lit) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// Jumps to `fail` unless the NUL-terminated string at R9+off matches `pattern`. Supports exact
+// text, '?' anywhere and one trailing '*'; other globs need a loop the probe cannot afford.
+void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool glob,
+                     Label fail) {
+  Emitter& e = g.e;
+  std::string body = pattern;
+  bool prefix = false;
+  if (glob) {
+    if (!body.empty() && body.back() == '*') {
+      prefix = true;
+      body.pop_back();
+    }
+    if (body.find('*') != std::string::npos) {
+      g.Fail(fmt::format("glob '{}': inside the probe only '?' and one trailing '*' are "
+                         "supported",
+                         pattern));
+      return;
+    }
+  }
+  if (static_cast<int>(body.size()) >= cap) {
+    // Longer than the buffer can ever hold: it cannot match.
+    e.Jmp(fail);
+    return;
+  }
+  for (size_t i = 0; i < body.size(); ++i) {
+    e.Load(1, R1, R9, static_cast<int16_t>(off + i));
+    if (glob && body[i] == '?')
+      e.JmpIfImm(BPF_JEQ, R1, 0, fail);
+    else
+      e.JmpIfImm(BPF_JNE, R1, static_cast<unsigned char>(body[i]), fail);
+  }
+  if (!prefix) {
+    e.Load(1, R1, R9, static_cast<int16_t>(off + body.size()));
+    e.JmpIfImm(BPF_JNE, R1, 0, fail);
+  }
+}
+
+int CapOf(const Expr& e) { return std::min(e.type.str_len > 0 ? e.type.str_len : 64, kStrBufSize); }
+
+}  // namespace
+
+void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
+  Emitter& e = g.e;
+  if (expr.kind == ExprKind::kField) {
+    GenStringField(g, expr, off, cap);
+    return;
+  }
+  if (expr.kind == ExprKind::kCall && expr.name == "str") {
+    GenIntExpr(g, *expr.kids[0]);
+    int len = std::min(cap, expr.type.str_len > 0 ? expr.type.str_len : 64);
+    e.Comment(fmt::format("{}: bounded read of {} bytes", expr.text, len));
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, off);
+    e.MovImm(R2, len);
+    e.Mov(R3, R7);
+    e.Call(BPF_FUNC_probe_read_user_str);
+    Label ok = e.NewLabel();
+    e.JmpIfImm(BPF_JSGE, R0, 0, ok);
+    e.StoreImm(1, R9, static_cast<int16_t>(off), 0);
+    GenBumpStat(g, kStatReadErrors);
+    e.Bind(ok);
+    return;
+  }
+  if (expr.kind == ExprKind::kString) {
+    std::string s = expr.str_value.substr(0, cap - 1);
+    for (size_t i = 0; i <= s.size(); ++i)
+      e.StoreImm(1, R9, static_cast<int16_t>(off + i), i < s.size() ? (unsigned char)s[i] : 0);
+    return;
+  }
+  g.Fail(fmt::format("'{}' cannot be computed as a string inside the probe", expr.text));
+}
+
+void GenStringCompare(Gen& g, const Expr& expr) {
+  Emitter& e = g.e;
+  const Expr* a = expr.kids[0].get();
+  const Expr* b = expr.kids[1].get();
+  if (a->kind == ExprKind::kString) std::swap(a, b);
+  bool negate = expr.op == "!=";
+
+  if (IsNameField(*a) && b->kind == ExprKind::kString) {
+    GenProbeSet(g, MatchingProbes(g, *a, b->str_value, expr.is_glob));
+  } else if (b->kind == ExprKind::kString) {
+    int cap = CapOf(*a);
+    int buf = g.AllocStr();
+    GenStringExpr(g, *a, buf, cap);
+    Label fail = e.NewLabel(), done = e.NewLabel();
+    GenMatchLiteral(g, buf, cap, b->str_value, expr.is_glob, fail);
+    e.MovImm(R7, 1);
+    e.Jmp(done);
+    e.Bind(fail);
+    e.MovImm(R7, 0);
+    e.Bind(done);
+    g.FreeStr();
+  } else {
+    // Two computed strings: compare bytes up to the first NUL or the shorter capacity.
+    int cap = std::min(CapOf(*a), CapOf(*b));
+    int ba = g.AllocStr(), bb = g.AllocStr();
+    GenStringExpr(g, *a, ba, CapOf(*a));
+    GenStringExpr(g, *b, bb, CapOf(*b));
+    Label fail = e.NewLabel(), yes = e.NewLabel(), done = e.NewLabel();
+    for (int i = 0; i < cap; ++i) {
+      e.Load(1, R1, R9, static_cast<int16_t>(ba + i));
+      e.Load(1, R2, R9, static_cast<int16_t>(bb + i));
+      e.JmpIf(BPF_JNE, R1, R2, fail);
+      e.JmpIfImm(BPF_JEQ, R1, 0, yes);
+    }
+    e.Bind(yes);
+    e.MovImm(R7, 1);
+    e.Jmp(done);
+    e.Bind(fail);
+    e.MovImm(R7, 0);
+    e.Bind(done);
+    g.FreeStr();
+    g.FreeStr();
+  }
+  if (negate) e.AluImm(BPF_XOR, R7, 1);
+}
+
+void GenStringIn(Gen& g, const Expr& expr) {
+  Emitter& e = g.e;
+  const Expr& lhs = *expr.kids[0];
+  if (IsNameField(lhs)) {
+    std::vector<int> all;
+    for (size_t i = 1; i < expr.kids.size(); ++i)
+      for (int m : MatchingProbes(g, lhs, expr.kids[i]->str_value,
+                                  HasGlob(expr.kids[i]->str_value)))
+        all.push_back(m);
+    GenProbeSet(g, all);
+    return;
+  }
+  int cap = CapOf(lhs);
+  int buf = g.AllocStr();
+  GenStringExpr(g, lhs, buf, cap);
+  Label yes = e.NewLabel(), done = e.NewLabel();
+  for (size_t i = 1; i < expr.kids.size(); ++i) {
+    Label next = e.NewLabel();
+    GenMatchLiteral(g, buf, cap, expr.kids[i]->str_value, HasGlob(expr.kids[i]->str_value),
+                    next);
+    e.Jmp(yes);
+    e.Bind(next);
+  }
+  e.MovImm(R7, 0);
+  e.Jmp(done);
+  e.Bind(yes);
+  e.MovImm(R7, 1);
+  e.Bind(done);
+  g.FreeStr();
+}
+
+}  // namespace fay::bpf

@@ -1,0 +1,244 @@
+#include "bpf/runtime.h"
+
+#include <dirent.h>
+#include <linux/perf_event.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "bpf/stack_map.h"
+#include "probes/tracefs.h"
+
+namespace fay::bpf {
+namespace {
+
+Expected<int> TracepointId(const std::string& category, const std::string& name) {
+  FAY_ASSIGN_OR_RETURN(std::string root, TracefsRoot());
+  std::ifstream in(root + "/events/" + category + "/" + name + "/id");
+  int id = -1;
+  if (!(in >> id))
+    return Error(Code::kNotFound, fmt::format("tracepoint {}:{} not found under {}/events",
+                                              category, name, root));
+  return id;
+}
+
+// Children of `pid`, from /proc/PID/task/*/children.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string dir = fmt::format("/proc/{}/task", pid);
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* ent = readdir(d)) {
+    if (ent->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + ent->d_name + "/children");
+    pid_t c;
+    while (in >> c) out.push_back(c);
+  }
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
+                                                      const CodegenOptions& options) {
+  std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
+  FAY_ASSIGN_OR_RETURN(q->gen_, Generate(plan, options));
+  std::vector<int> fds(kMapCount, -1);
+  for (int i = 0; i < kMapCount; ++i) {
+    const MapDesc& d = q->gen_.maps[i];
+    if (!d.used) continue;
+    Expected<Map> m = d.type == BPF_MAP_TYPE_STACK_TRACE
+                          ? CreateStackMap(d.name, d.max_entries)
+                          : Map::Create(d.type, d.name, d.key_size, d.value_size, d.max_entries);
+    if (!m.ok()) return m.status();
+    fds[i] = m->fd();
+    q->maps_[i] = std::move(m).value();
+  }
+  if (plan.use_raw_syscalls) {
+    for (size_t i = 0; i < plan.probes.size(); ++i) {
+      const ProbeInfo& p = plan.probes[i];
+      if (p.kind != ProbeKind::kSyscall || p.syscall_nr < 0 || p.syscall_nr >= kMaxSyscalls)
+        continue;
+      uint32_t key = p.syscall_nr, val = static_cast<uint32_t>(i) + 1;
+      FAY_RETURN_IF_ERROR(q->maps_[kMapSysFilter]->Update(&key, &val));
+    }
+  }
+  for (const auto& gp : q->gen_.programs) {
+    ProgramSpec spec{gp.type, gp.name, gp.insns, gp.relocs};
+    FAY_ASSIGN_OR_RETURN(Program prog, Program::Load(spec, fds));
+    q->programs_.push_back(std::move(prog));
+  }
+  return q;
+}
+
+Status LiveQuery::AddScopePid(pid_t pid) {
+  if (!maps_[kMapScope]) return Status::Ok();
+  uint32_t key = static_cast<uint32_t>(pid);
+  uint8_t one = 1;
+  FAY_RETURN_IF_ERROR(maps_[kMapScope]->Update(&key, &one));
+  for (pid_t c : ChildrenOf(pid)) FAY_RETURN_IF_ERROR(AddScopePid(c));
+  return Status::Ok();
+}
+
+Status LiveQuery::Attach() {
+  FAY_RETURN_IF_ERROR(EnsureTracefs());
+  // Scope tracking goes first so that no fork slips between attaching the probes and it.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < gen_.programs.size(); ++i)
+    if (gen_.programs[i].attach.role == ProgRole::kScopeFork ||
+        gen_.programs[i].attach.role == ProgRole::kScopeExit)
+      order.push_back(i);
+  for (size_t i = 0; i < gen_.programs.size(); ++i)
+    if (gen_.programs[i].attach.role == ProgRole::kEntry) order.push_back(i);
+  for (size_t i = 0; i < gen_.programs.size(); ++i)
+    if (gen_.programs[i].attach.role == ProgRole::kMain) order.push_back(i);
+
+  for (size_t i : order) {
+    const Attachment& a = gen_.programs[i].attach;
+    const Program& prog = programs_[i];
+    Expected<Link> link = Status();
+    switch (a.kind) {
+      case AttachKind::kTracepoint:
+      case AttachKind::kRawSyscalls: {
+        FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));
+        link = AttachTracepoint(prog, id);
+        break;
+      }
+      case AttachKind::kUprobe: {
+        const ProbeInfo& p = plan_.probes[a.probe_index];
+        link = AttachUprobe(prog, p.path, p.file_offset, a.is_exit);
+        break;
+      }
+      case AttachKind::kPerfSoftware: {
+        const ProbeInfo& p = plan_.probes[a.probe_index];
+        if (p.kind == ProbeKind::kProfile)
+          link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, p.hz, 0);
+        else
+          link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, 0, p.period_ns, 0);
+        break;
+      }
+    }
+    if (!link.ok()) return link.status();
+    links_.push_back(std::move(link).value());
+  }
+  return Status::Ok();
+}
+
+void LiveQuery::Detach() { links_.clear(); }
+
+Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
+  std::vector<Value> out;
+  for (const Slot& s : plan_.keys) {
+    const uint8_t* p = data + s.offset;
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    bool name_field = s.expr->kind == ExprKind::kField &&
+                      (s.expr->name == "probe" || s.expr->name == "func");
+    if (name_field) {
+      if (v < 0 || v >= static_cast<int64_t>(plan_.probes.size()))
+        return Error(Code::kInternal, "probe index out of range in a kernel record");
+      const ProbeInfo& pi = plan_.probes[v];
+      out.emplace_back(s.expr->name == "func" ? pi.symbol : pi.name);
+    } else if (s.type.kind == TypeKind::kString) {
+      out.emplace_back(std::string(reinterpret_cast<const char*>(p), strnlen(reinterpret_cast<const char*>(p), s.size)));
+    } else if (s.type.kind == TypeKind::kStack) {
+      Stack st;
+      if (v >= 0 && maps_[kMapStacks]) {
+        auto frames = ReadStack(*maps_[kMapStacks], static_cast<uint32_t>(v));
+        if (frames.ok()) st = *frames;
+      }
+      out.emplace_back(std::move(st));
+    } else {
+      out.emplace_back(v);
+    }
+  }
+  return out;
+}
+
+Expected<ResultSet> LiveQuery::ReadMap(const Map& map, bool clear, uint64_t window_end_ns) {
+  ResultSet rs;
+  rs.window_end_ns = window_end_ns;
+  std::vector<AggSpec> specs;
+  for (const auto& a : plan_.aggs) specs.push_back(SpecOf(*a.item));
+  for (const auto& key : map.Keys()) {
+    auto slices = map.LookupPerCpu(key.data());
+    if (!slices.ok()) continue;  // deleted since listing
+    Row row;
+    if (!plan_.keys.empty()) {
+      FAY_ASSIGN_OR_RETURN(row.keys, DecodeSlots(key.data()));
+    }
+    for (size_t a = 0; a < plan_.aggs.size(); ++a) {
+      const AggSlot& slot = plan_.aggs[a];
+      AggState merged(specs[a]);
+      for (const auto& cpu : *slices)
+        merged.Merge(AggState::FromBytes(specs[a], cpu.data() + slot.offset, slot.size));
+      row.aggs.push_back(std::move(merged));
+    }
+    rs.rows.push_back(std::move(row));
+    if (clear) (void)const_cast<Map&>(map).Delete(key.data());
+  }
+  // Without keys there is always one row, even when nothing matched (as in the interpreter).
+  if (plan_.keys.empty() && rs.rows.empty()) {
+    Row row;
+    for (const auto& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
+    rs.rows.push_back(std::move(row));
+  }
+  return rs;
+}
+
+Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
+  if (!maps_[kMapAggA]) return Error(Code::kInternal, "not an aggregate query");
+  if (!plan_.every_ns) return ReadMap(*maps_[kMapAggA], false, window_end_ns);
+  // Flip the live window, let in-flight probe runs finish, then drain the idle one.
+  uint32_t zero = 0;
+  uint64_t next = ++window_;
+  FAY_RETURN_IF_ERROR(maps_[kMapControl]->Update(&zero, &next));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const Map& idle = (next & 1) ? *maps_[kMapAggA] : *maps_[kMapAggB];
+  return ReadMap(idle, true, window_end_ns);
+}
+
+Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
+  if (!maps_[kMapRing]) return Error(Code::kInternal, "not a select query");
+  if (!ring_) {
+    auto r = RingBufferReader::Create(maps_[kMapRing]->fd(), [this](const void* data, size_t size) {
+      if (size < 8 + static_cast<size_t>(plan_.key_size)) return 0;
+      const auto* p = static_cast<const uint8_t*>(data);
+      int64_t probe;
+      std::memcpy(&probe, p, 8);
+      auto row = DecodeSlots(p + 8);
+      if (row.ok() && row_cb_) (*row_cb_)(std::move(row).value(), static_cast<int>(probe));
+      return 0;
+    });
+    if (!r.ok()) return r.status();
+    ring_ = std::move(r).value();
+  }
+  row_cb_ = &cb;
+  auto n = timeout_ms < 0 ? ring_->Consume() : ring_->Poll(timeout_ms);
+  row_cb_ = nullptr;
+  return n;
+}
+
+RunStats LiveQuery::Stats() const {
+  RunStats st;
+  if (!maps_[kMapStats]) return st;
+  uint32_t zero = 0;
+  auto slices = maps_[kMapStats]->LookupPerCpu(&zero);
+  if (!slices.ok()) return st;
+  for (const auto& s : *slices) {
+    uint64_t c[kStatCount];
+    std::memcpy(c, s.data(), sizeof(c));
+    st.events_seen += c[kStatSeen];
+    st.events_matched += c[kStatMatched];
+    st.dropped += c[kStatDropped];
+    st.map_full += c[kStatMapFull];
+    st.read_errors += c[kStatReadErrors];
+  }
+  return st;
+}
+
+}  // namespace fay::bpf

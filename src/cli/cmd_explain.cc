@@ -1,0 +1,73 @@
+// fay explain QUERY: the plan and an annotated listing of every generated eBPF program.
+#include <fmt/core.h>
+
+#include "bpf/codegen/codegen.h"
+#include "bpf/disasm.h"
+#include "cli/commands.h"
+#include "probes/catalog.h"
+#include "probes/tracefs.h"
+#include "query/compile.h"
+#include "query/planner.h"
+
+namespace fay::cli {
+namespace {
+
+struct ExplainOptions {
+  std::string query;
+  bool scoped = false;
+};
+
+const char* ProgTypeName(bpf_prog_type t) {
+  switch (t) {
+    case BPF_PROG_TYPE_TRACEPOINT: return "tracepoint";
+    case BPF_PROG_TYPE_KPROBE: return "kprobe (uprobe)";
+    case BPF_PROG_TYPE_PERF_EVENT: return "perf_event";
+    default: return "?";
+  }
+}
+
+int RunExplain(const ExplainOptions& opt) {
+  if (Status st = EnsureTracefs(); !st.ok()) {
+    fmt::print(stderr, "fay: {}\n", st.message());
+    return 1;
+  }
+  SystemCatalog catalog;
+  auto plan = CompileQuery(opt.query, catalog);
+  if (!plan.ok()) {
+    fmt::print(stderr, "{}\n", plan.status().message());
+    return 1;
+  }
+  fmt::print("{}", DescribePlan(*plan));
+  bpf::CodegenOptions copt;
+  copt.scoped = opt.scoped;
+  auto gen = bpf::Generate(*plan, copt);
+  if (!gen.ok()) {
+    fmt::print(stderr, "fay: {}\n", gen.status().message());
+    return 1;
+  }
+  fmt::print("\nmaps:\n");
+  for (const auto& m : gen->maps)
+    if (m.used)
+      fmt::print("  {:<14} type {:>2}  key {:>3}  value {:>5}  entries {}\n", m.name,
+                 static_cast<int>(m.type), m.key_size, m.value_size, m.max_entries);
+  for (const auto& p : gen->programs) {
+    fmt::print("\nprogram {} ({}, {} instructions)", p.name, ProgTypeName(p.type),
+               p.insns.size());
+    if (!p.attach.category.empty())
+      fmt::print(" at {}:{}", p.attach.category, p.attach.name);
+    fmt::print("\n{}", bpf::Disassemble(p.insns, p.comments));
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner RegisterExplain(CLI::App& app) {
+  auto opt = std::make_shared<ExplainOptions>();
+  auto* cmd = app.add_subcommand("explain", "Show a query's plan and its generated eBPF");
+  cmd->add_option("query", opt->query, "the query")->required();
+  cmd->add_flag("--scoped", opt->scoped, "show the code as `-c`/`-p` would generate it");
+  return [opt] { return RunExplain(*opt); };
+}
+
+}  // namespace fay::cli

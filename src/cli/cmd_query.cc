@@ -1,0 +1,205 @@
+// fay query: compile a query, load it into the kernel, run until the command ends, the duration
+// passes or a signal arrives, then print the results and detach.
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+
+#include "bpf/runtime.h"
+#include "cli/commands.h"
+#include "common/child_process.h"
+#include "engine/output/sink.h"
+#include "probes/catalog.h"
+#include "probes/tracefs.h"
+#include "query/compile.h"
+
+namespace fay::cli {
+namespace {
+
+struct QueryOptions {
+  std::string query;
+  std::string format = "text";
+  std::string command;
+  int pid = 0;
+  uint32_t max_keys = 10240;
+  bool verbose = false;
+};
+
+uint64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+int Fail(const Status& st) {
+  fmt::print(stderr, "{}{}\n", st.code() == Code::kInvalidArgument && st.message().rfind("query:", 0) == 0 ? "" : "fay: ", st.message());
+  return 1;
+}
+
+// The exact fix for the privilege errors users hit first.
+Status WithPrivilegeHint(Status st) {
+  if (st.code() == Code::kPermission && geteuid() != 0)
+    st.Append("fix: run fay as root (sudo fay ...), or grant it CAP_BPF and CAP_PERFMON");
+  return st;
+}
+
+int RunQuery(const QueryOptions& opt) {
+  uint64_t t0 = NowNs(CLOCK_MONOTONIC);
+  if (opt.format != "text" && opt.format != "json")
+    return Fail(Error(Code::kInvalidArgument, "--format must be text or json"));
+  if (!opt.command.empty() && opt.pid)
+    return Fail(Error(Code::kInvalidArgument, "-c and -p cannot be combined"));
+  if (opt.pid && kill(opt.pid, 0) < 0 && errno == ESRCH)
+    return Fail(Error(Code::kNotFound, fmt::format("-p {}: no such process", opt.pid)));
+  if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
+
+  SystemCatalog catalog;
+  PlanOptions popt;
+  popt.max_keys = opt.max_keys;
+  auto plan = CompileQuery(opt.query, catalog, popt);
+  if (!plan.ok()) return Fail(plan.status());
+
+  bool scoped = !opt.command.empty() || opt.pid;
+  bpf::CodegenOptions copt;
+  copt.scoped = scoped;
+  copt.self_tgid = static_cast<uint32_t>(getpid());
+  auto live = bpf::LiveQuery::Load(*plan, copt);
+  if (!live.ok()) return Fail(WithPrivilegeHint(live.status()));
+  uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
+
+  // Signals arrive through a signalfd so the loop below can wait on everything at once.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  std::optional<HeldChild> child;
+  if (!opt.command.empty()) {
+    auto argv = SplitCommand(opt.command);
+    if (!argv.ok()) return Fail(argv.status());
+    auto c = HeldChild::Spawn(*argv);
+    if (!c.ok()) return Fail(c.status());
+    child = std::move(c).value();
+    if (Status st = (*live)->AddScopePid(child->pid()); !st.ok()) return Fail(st);
+  }
+  int pidfd = -1;
+  if (opt.pid) {
+    if (Status st = (*live)->AddScopePid(opt.pid); !st.ok()) return Fail(st);
+    pidfd = static_cast<int>(syscall(SYS_pidfd_open, opt.pid, 0));
+  }
+  if (Status st = (*live)->Attach(); !st.ok()) return Fail(WithPrivilegeHint(st));
+  uint64_t t_attached = NowNs(CLOCK_MONOTONIC);
+  if (opt.verbose)
+    fmt::print(stderr, "fay: compiled and loaded {} programs in {:.1f} ms, attached in {:.1f} ms\n",
+               (*live)->generated().programs.size(), (t_loaded - t0) / 1e6,
+               (t_attached - t_loaded) / 1e6);
+  if (child) {
+    if (Status st = child->Release(); !st.ok()) return Fail(st);
+  }
+
+  std::unique_ptr<OutputSink> sink =
+      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout);
+  const Plan& p = *plan;
+  bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int) {
+    sink->SelectRow(p, row, NowNs(CLOCK_REALTIME));
+  };
+
+  uint64_t start = NowNs(CLOCK_MONOTONIC);
+  uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
+  uint64_t next_window = p.every_ns ? start + p.every_ns : 0;
+  int exit_code = 0;
+  bool stop = false;
+  bool child_done = false;
+  int ring_fd = -1;
+  if (p.mode == PlanMode::kSelect) {
+    // The ring reader is created lazily; a zero-timeout poll creates it.
+    auto n = (*live)->PollEvents(0, on_row);
+    if (!n.ok()) return Fail(n.status());
+  }
+  while (!stop) {
+    uint64_t now = NowNs(CLOCK_MONOTONIC);
+    uint64_t wake = 0;
+    if (deadline) wake = deadline;
+    if (next_window && (!wake || next_window < wake)) wake = next_window;
+    int timeout = -1;
+    if (wake) timeout = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
+    if (p.mode == PlanMode::kSelect && (timeout < 0 || timeout > 100)) timeout = 100;
+    pollfd fds[2] = {{sfd, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    poll(fds, pidfd >= 0 ? 2 : 1, timeout);
+    signalfd_siginfo si;
+    while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) stop = true;
+    }
+    int status;
+    if (child && child->TryWait(&status)) {
+      child_done = true;
+      stop = true;
+    }
+    if (pidfd >= 0 && (fds[1].revents & POLLIN)) stop = true;
+    if (p.mode == PlanMode::kSelect) {
+      auto n = (*live)->PollEvents(0, on_row);
+      if (!n.ok()) return Fail(n.status());
+      sink->Flush();
+    }
+    now = NowNs(CLOCK_MONOTONIC);
+    if (next_window && now >= next_window && !stop) {
+      auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
+      if (!rs.ok()) return Fail(rs.status());
+      sink->Window(p, *rs);
+      sink->Flush();
+      next_window += p.every_ns;
+    }
+    if (deadline && now >= deadline) stop = true;
+  }
+  (void)ring_fd;
+
+  (*live)->Detach();
+  if (p.mode == PlanMode::kSelect) {
+    auto n = (*live)->PollEvents(-1, on_row);
+    if (!n.ok()) return Fail(n.status());
+  } else {
+    auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
+    if (!rs.ok()) return Fail(rs.status());
+    sink->Window(p, *rs);
+  }
+  sink->Flush();
+  fflush(stdout);
+  RunStats stats = (*live)->Stats();
+  PrintSummary(stderr, stats, (NowNs(CLOCK_MONOTONIC) - start) / 1e9);
+  if (child && !child_done) {
+    kill(child->pid(), SIGTERM);
+    int status;
+    while (!child->TryWait(&status)) usleep(1000);
+  }
+  if (pidfd >= 0) close(pidfd);
+  return exit_code;
+}
+
+}  // namespace
+
+Runner RegisterQuery(CLI::App& app) {
+  auto opt = std::make_shared<QueryOptions>();
+  auto* cmd = app.add_subcommand("query", "Run a live query (see docs/QUERY.md)");
+  cmd->add_option("query", opt->query, "the query, e.g. 'syscall:openat | count() by comm'")
+      ->required();
+  cmd->add_option("--format", opt->format, "text (default) or json (JSON Lines)");
+  cmd->add_option("-c,--command", opt->command,
+                  "run CMD and trace only it and its descendants; stop when it exits");
+  cmd->add_option("-p,--pid", opt->pid, "trace only PID and its descendants");
+  cmd->add_option("--max-keys", opt->max_keys, "aggregation map capacity (default 10240)");
+  cmd->add_flag("-v,--verbose", opt->verbose, "report compile, load and attach times");
+  return [opt] { return RunQuery(*opt); };
+}
+
+}  // namespace fay::cli

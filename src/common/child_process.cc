@@ -1,0 +1,144 @@
+#include "common/child_process.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace fay {
+
+Expected<std::vector<std::string>> SplitCommand(const std::string& cmd) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    char c = cmd[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < cmd.size()) {
+        cur += cmd[++i];
+      } else {
+        cur += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < cmd.size()) {
+      cur += cmd[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) out.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (quote) return Error(Code::kInvalidArgument, "unterminated quote in command: " + cmd);
+  if (in_word) out.push_back(cur);
+  if (out.empty()) return Error(Code::kInvalidArgument, "empty command");
+  return out;
+}
+
+HeldChild::HeldChild(HeldChild&& o) noexcept { *this = std::move(o); }
+
+HeldChild& HeldChild::operator=(HeldChild&& o) noexcept {
+  std::swap(pid_, o.pid_);
+  std::swap(go_fd_, o.go_fd_);
+  std::swap(err_fd_, o.err_fd_);
+  std::swap(released_, o.released_);
+  std::swap(reaped_, o.reaped_);
+  std::swap(program_, o.program_);
+  return *this;
+}
+
+HeldChild::~HeldChild() {
+  if (go_fd_ >= 0) close(go_fd_);
+  if (err_fd_ >= 0) close(err_fd_);
+  if (pid_ > 0 && !reaped_) {
+    if (!released_) kill(pid_, SIGKILL);
+    if (!released_) waitpid(pid_, nullptr, 0);
+  }
+}
+
+Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv) {
+  int go[2], err[2];
+  if (pipe2(go, O_CLOEXEC) < 0) return ErrnoError("pipe");
+  if (pipe2(err, O_CLOEXEC) < 0) {
+    close(go[0]);
+    close(go[1]);
+    return ErrnoError("pipe");
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return ErrnoError("fork");
+  if (pid == 0) {
+    // If fay dies before releasing us, die too rather than run untraced.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(go[1]);
+    close(err[0]);
+    char c;
+    if (read(go[0], &c, 1) != 1) _exit(127);
+    prctl(PR_SET_PDEATHSIG, 0);
+    // fay blocks the signals it handles through a signalfd; the command must not inherit that.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    execvp(args[0], args.data());
+    int e = errno;
+    (void)!write(err[1], &e, sizeof(e));
+    _exit(127);
+  }
+  close(go[0]);
+  close(err[1]);
+  HeldChild child;
+  child.pid_ = pid;
+  child.go_fd_ = go[1];
+  child.err_fd_ = err[0];
+  child.program_ = argv[0];
+  return child;
+}
+
+Status HeldChild::Release() {
+  char c = 1;
+  if (write(go_fd_, &c, 1) != 1) return ErrnoError("releasing the traced command");
+  released_ = true;
+  close(go_fd_);
+  go_fd_ = -1;
+  int e = 0;
+  ssize_t n = read(err_fd_, &e, sizeof(e));
+  close(err_fd_);
+  err_fd_ = -1;
+  if (n == sizeof(e)) {
+    int st;
+    waitpid(pid_, &st, 0);
+    reaped_ = true;
+    return Status(e == ENOENT ? Code::kNotFound : Code::kIo,
+                  fmt::format("cannot run '{}': {}", program_, std::strerror(e)));
+  }
+  return Status::Ok();
+}
+
+bool HeldChild::TryWait(int* status) {
+  if (pid_ <= 0 || reaped_) return false;
+  int st;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r != pid_) return false;
+  reaped_ = true;
+  *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return true;
+}
+
+}  // namespace fay

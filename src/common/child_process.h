@@ -1,0 +1,41 @@
+// Starting a traced command held at the starting line: the child exists (so its pid can be put
+// in the probes' scope) but does not exec until Release(), after the probes are attached.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fay {
+
+// Splits a command line into words the way a shell would for simple commands: whitespace
+// separates, single and double quotes group, backslash escapes.
+Expected<std::vector<std::string>> SplitCommand(const std::string& cmd);
+
+class HeldChild {
+ public:
+  HeldChild() = default;
+  HeldChild(HeldChild&&) noexcept;
+  HeldChild& operator=(HeldChild&&) noexcept;
+  ~HeldChild();  // a child never released is killed and reaped
+
+  static Expected<HeldChild> Spawn(const std::vector<std::string>& argv);
+  // Lets the child exec. Fails (kNotFound) when exec failed, e.g. no such program.
+  Status Release();
+  pid_t pid() const { return pid_; }
+  // Reaps the child if it exited; returns true and its exit status (128+signal when killed).
+  bool TryWait(int* status);
+
+ private:
+  pid_t pid_ = -1;
+  int go_fd_ = -1;    // parent writes one byte to release
+  int err_fd_ = -1;   // child writes errno if exec fails; EOF on success (close-on-exec)
+  bool released_ = false;
+  bool reaped_ = false;
+  std::string program_;
+};
+
+}  // namespace fay

@@ -1,0 +1,348 @@
+#include "engine/aggregate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "query/agg_layout.h"
+
+namespace fay {
+namespace {
+
+// Bounds an lhist so that a corrupt or hostile serialized spec cannot make us allocate gigabytes.
+constexpr int64_t kMaxLhistBuckets = 1 << 20;
+constexpr int kHllMaxRank = 64 - kHllBits + 1;
+
+bool LhistValid(const AggSpec& s) {
+  if (s.step <= 0 || s.hi <= s.lo) return false;
+  // hi - lo can overflow for extreme bounds; compare in unsigned space.
+  uint64_t span = static_cast<uint64_t>(s.hi) - static_cast<uint64_t>(s.lo);
+  return span / static_cast<uint64_t>(s.step) <= kMaxLhistBuckets;
+}
+
+bool SameSpec(const AggSpec& a, const AggSpec& b) {
+  if (a.func != b.func) return false;
+  if (a.func == AggFunc::kLhist) return a.lo == b.lo && a.hi == b.hi && a.step == b.step;
+  if (a.func == AggFunc::kQuantile) return a.q == b.q;
+  return true;
+}
+
+uint64_t LoadWord(const std::vector<uint8_t>& b, size_t i) {
+  uint64_t w = 0;
+  if ((i + 1) * 8 <= b.size()) std::memcpy(&w, b.data() + i * 8, 8);
+  return w;
+}
+
+void StoreWord(std::vector<uint8_t>& b, size_t i, uint64_t w) {
+  if ((i + 1) * 8 <= b.size()) std::memcpy(b.data() + i * 8, &w, 8);
+}
+
+void AddWord(std::vector<uint8_t>& b, size_t i, uint64_t d) {
+  StoreWord(b, i, LoadWord(b, i) + d);
+}
+
+void DistinctAdd(std::vector<uint8_t>& regs, uint64_t h) {
+  if (regs.size() != static_cast<size_t>(kHllRegs)) return;
+  uint8_t& r = regs[HllIndex(h)];
+  r = std::max<uint8_t>(r, static_cast<uint8_t>(HllRank(h)));
+}
+
+// Serialized form, all little-endian:
+//   u8 version (1) | u8 func | s64 lo | s64 hi | s64 step | f64 q | u32 len | len bytes
+constexpr uint8_t kSerialVersion = 1;
+constexpr size_t kHeaderSize = 1 + 1 + 8 * 4 + 4;
+
+void PutLe(std::string& out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t GetLe(const std::string& in, size_t pos, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[pos + i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+AggState::AggState(const AggSpec& spec) : spec_(spec), bytes_(SizeOf(spec), 0) {}
+
+AggState AggState::FromBytes(const AggSpec& spec, const void* data, size_t len) {
+  AggState s(spec);
+  std::memcpy(s.bytes_.data(), data, std::min(len, s.bytes_.size()));
+  return s;
+}
+
+size_t AggState::SizeOf(const AggSpec& spec) {
+  switch (spec.func) {
+    case AggFunc::kCount:
+    case AggFunc::kSum:
+      return 8;
+    case AggFunc::kMin:
+    case AggFunc::kMax:
+    case AggFunc::kAvg:
+      return 16;
+    case AggFunc::kHist:
+      return kHistSlots * 8;
+    case AggFunc::kLhist:
+      // An invalid spec gets only the two out-of-range slots; the semantic pass rejects it first.
+      return LhistValid(spec) ? LhistSlots(spec.lo, spec.hi, spec.step) * 8 : 16;
+    case AggFunc::kQuantile:
+      return kQuantSlots * 8;
+    case AggFunc::kDistinct:
+      return kHllRegs;
+  }
+  return 0;
+}
+
+void AggState::Update(int64_t v) {
+  const uint64_t u = static_cast<uint64_t>(v);
+  switch (spec_.func) {
+    case AggFunc::kCount:
+      AddWord(bytes_, 0, 1);
+      break;
+    case AggFunc::kSum:
+      AddWord(bytes_, 0, u);  // wraps, like the probe's 64-bit add
+      break;
+    case AggFunc::kMin:
+    case AggFunc::kMax: {
+      bool seen = LoadWord(bytes_, 0) != 0;
+      int64_t cur = static_cast<int64_t>(LoadWord(bytes_, 1));
+      bool better = spec_.func == AggFunc::kMin ? v < cur : v > cur;
+      if (!seen || better) {
+        StoreWord(bytes_, 0, 1);
+        StoreWord(bytes_, 1, u);
+      }
+      break;
+    }
+    case AggFunc::kAvg:
+      AddWord(bytes_, 0, u);
+      AddWord(bytes_, 1, 1);
+      break;
+    case AggFunc::kHist:
+      AddWord(bytes_, HistIndex(v), 1);
+      break;
+    case AggFunc::kLhist:
+      if (LhistValid(spec_)) AddWord(bytes_, LhistIndex(v, spec_.lo, spec_.hi, spec_.step), 1);
+      break;
+    case AggFunc::kQuantile:
+      AddWord(bytes_, QuantIndex(v), 1);
+      break;
+    case AggFunc::kDistinct:
+      DistinctAdd(bytes_, Mix64(u));
+      break;
+  }
+}
+
+void AggState::UpdateString(const std::string& s, int str_len) {
+  if (spec_.func == AggFunc::kCount) {
+    Update(0);
+    return;
+  }
+  if (spec_.func != AggFunc::kDistinct || str_len <= 0) return;
+  // The probe hashes its zero-initialized key buffer: at most str_len - 1 bytes, then NULs.
+  std::vector<uint8_t> buf((static_cast<size_t>(str_len) + 7) / 8 * 8, 0);
+  size_t n = std::min(std::min(s.size(), static_cast<size_t>(str_len - 1)), std::strlen(s.c_str()));
+  std::memcpy(buf.data(), s.data(), n);
+  uint64_t h = 0;
+  for (size_t i = 0; i < buf.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, buf.data() + i, 8);
+    h = Mix64(h ^ w);
+  }
+  DistinctAdd(bytes_, h);
+}
+
+void AggState::Merge(const AggState& other) {
+  if (other.bytes_.empty()) return;
+  if (bytes_.empty()) {  // a default-constructed accumulator adopts the first state
+    *this = other;
+    return;
+  }
+  if (!SameSpec(spec_, other.spec_) || bytes_.size() != other.bytes_.size()) return;
+  switch (spec_.func) {
+    case AggFunc::kMin:
+    case AggFunc::kMax: {
+      if (LoadWord(other.bytes_, 0) == 0) break;
+      int64_t ov = static_cast<int64_t>(LoadWord(other.bytes_, 1));
+      Update(ov);
+      break;
+    }
+    case AggFunc::kDistinct:
+      for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = std::max(bytes_[i], other.bytes_[i]);
+      break;
+    default:  // every other layout is a vector of counters (avg: sum and n)
+      for (size_t i = 0; i < bytes_.size() / 8; ++i) AddWord(bytes_, i, LoadWord(other.bytes_, i));
+      break;
+  }
+}
+
+std::string AggState::Serialize() const {
+  std::string out;
+  out.reserve(kHeaderSize + bytes_.size());
+  out.push_back(static_cast<char>(kSerialVersion));
+  out.push_back(static_cast<char>(spec_.func));
+  PutLe(out, static_cast<uint64_t>(spec_.lo), 8);
+  PutLe(out, static_cast<uint64_t>(spec_.hi), 8);
+  PutLe(out, static_cast<uint64_t>(spec_.step), 8);
+  uint64_t qbits;
+  std::memcpy(&qbits, &spec_.q, 8);
+  PutLe(out, qbits, 8);
+  PutLe(out, bytes_.size(), 4);
+  out.append(reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+  return out;
+}
+
+Expected<AggState> AggState::Deserialize(const std::string& in) {
+  auto bad = [](const std::string& why) {
+    return Error(Code::kInvalidArgument, "corrupt aggregate state: " + why);
+  };
+  if (in.size() < kHeaderSize) return bad("truncated header");
+  if (static_cast<uint8_t>(in[0]) != kSerialVersion) {
+    return bad("unsupported version " + std::to_string(static_cast<uint8_t>(in[0])));
+  }
+  uint8_t func = static_cast<uint8_t>(in[1]);
+  if (func > static_cast<uint8_t>(AggFunc::kDistinct)) return bad("unknown function");
+  AggSpec spec;
+  spec.func = static_cast<AggFunc>(func);
+  spec.lo = static_cast<int64_t>(GetLe(in, 2, 8));
+  spec.hi = static_cast<int64_t>(GetLe(in, 10, 8));
+  spec.step = static_cast<int64_t>(GetLe(in, 18, 8));
+  uint64_t qbits = GetLe(in, 26, 8);
+  std::memcpy(&spec.q, &qbits, 8);
+  uint64_t len = GetLe(in, 34, 4);
+  if (spec.func == AggFunc::kLhist && !LhistValid(spec)) return bad("invalid lhist bounds");
+  if (spec.func == AggFunc::kQuantile && !(spec.q > 0 && spec.q <= 1))
+    return bad("invalid quantile");
+  if (len != SizeOf(spec)) return bad("state size does not match its function");
+  if (in.size() != kHeaderSize + len) return bad("length mismatch");
+  AggState s = FromBytes(spec, in.data() + kHeaderSize, len);
+  if (spec.func == AggFunc::kMin || spec.func == AggFunc::kMax) {
+    if (LoadWord(s.bytes_, 0) > 1) return bad("invalid min/max flag");
+  }
+  if (spec.func == AggFunc::kDistinct) {
+    for (uint8_t r : s.bytes_) {
+      if (r > kHllMaxRank) return bad("invalid HyperLogLog register");
+    }
+  }
+  return s;
+}
+
+uint64_t AggState::Count() const {
+  switch (spec_.func) {
+    case AggFunc::kCount:
+    case AggFunc::kMin:
+    case AggFunc::kMax:
+      return LoadWord(bytes_, 0);
+    case AggFunc::kAvg:
+      return LoadWord(bytes_, 1);
+    case AggFunc::kHist:
+    case AggFunc::kLhist:
+    case AggFunc::kQuantile: {
+      uint64_t total = 0;
+      for (size_t i = 0; i < bytes_.size() / 8; ++i) total += LoadWord(bytes_, i);
+      return total;
+    }
+    case AggFunc::kSum:
+    case AggFunc::kDistinct:
+      return 0;
+  }
+  return 0;
+}
+
+int64_t AggState::Scalar() const {
+  switch (spec_.func) {
+    case AggFunc::kCount:
+    case AggFunc::kSum:
+      return static_cast<int64_t>(LoadWord(bytes_, 0));
+    case AggFunc::kMin:
+    case AggFunc::kMax:
+      return static_cast<int64_t>(LoadWord(bytes_, 1));
+    case AggFunc::kAvg: {
+      int64_t n = static_cast<int64_t>(LoadWord(bytes_, 1));
+      return n == 0 ? 0 : static_cast<int64_t>(LoadWord(bytes_, 0)) / n;
+    }
+    case AggFunc::kQuantile:
+      return QuantileValue();
+    case AggFunc::kDistinct:
+      return static_cast<int64_t>(DistinctEstimate());
+    case AggFunc::kHist:
+    case AggFunc::kLhist:
+      return static_cast<int64_t>(Count());
+  }
+  return 0;
+}
+
+double AggState::Average() const {
+  if (spec_.func != AggFunc::kAvg) return static_cast<double>(Scalar());
+  uint64_t n = LoadWord(bytes_, 1);
+  if (n == 0) return 0;
+  return static_cast<double>(static_cast<int64_t>(LoadWord(bytes_, 0))) / static_cast<double>(n);
+}
+
+int64_t AggState::QuantileValue() const {
+  if (spec_.func != AggFunc::kQuantile) return 0;
+  uint64_t total = Count();
+  if (total == 0) return 0;
+  double want = std::ceil(spec_.q * static_cast<double>(total));
+  uint64_t rank = want < 1 ? 1 : std::min<uint64_t>(total, static_cast<uint64_t>(want));
+  uint64_t seen = 0;
+  for (int i = 0; i < kQuantSlots; ++i) {
+    seen += LoadWord(bytes_, i);
+    if (seen < rank) continue;
+    if (i < kQuantSub) return i;
+    // Bucket i covers [(16 + sub) << (k - 4), (17 + sub) << (k - 4)); report its midpoint, which
+    // is within half a bucket width (at most 1/32 of the value) of every value in it.
+    int k = (i - kQuantSub) / kQuantSub + kQuantSubBits;
+    uint64_t sub = static_cast<uint64_t>((i - kQuantSub) % kQuantSub);
+    uint64_t width = uint64_t{1} << (k - kQuantSubBits);
+    uint64_t lo = (kQuantSub + sub) * width;
+    uint64_t mid = lo + width / 2;
+    return mid > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(mid);
+  }
+  return 0;
+}
+
+uint64_t AggState::DistinctEstimate() const {
+  if (spec_.func != AggFunc::kDistinct || bytes_.size() != static_cast<size_t>(kHllRegs)) return 0;
+  const double m = kHllRegs;
+  double sum = 0;
+  int zeros = 0;
+  for (uint8_t r : bytes_) {
+    sum += std::ldexp(1.0, -static_cast<int>(r));
+    if (r == 0) ++zeros;
+  }
+  const double alpha = 0.7213 / (1 + 1.079 / m);
+  double e = alpha * m * m / sum;
+  // Linear counting is far more accurate while many registers are still empty.
+  if (e <= 2.5 * m && zeros > 0) e = m * std::log(m / zeros);
+  return static_cast<uint64_t>(std::llround(e));
+}
+
+bool AggState::Empty() const {
+  switch (spec_.func) {
+    case AggFunc::kMin:
+    case AggFunc::kMax:
+      return LoadWord(bytes_, 0) == 0;
+    case AggFunc::kAvg:
+      return LoadWord(bytes_, 1) == 0;
+    default:
+      return false;
+  }
+}
+
+bool AggState::operator==(const AggState& o) const {
+  return SameSpec(spec_, o.spec_) && bytes_ == o.bytes_;
+}
+
+AggSpec SpecOf(const AggItem& item) {
+  AggSpec s;
+  s.func = item.func;
+  s.lo = item.lo;
+  s.hi = item.hi;
+  s.step = item.step;
+  s.q = item.q;
+  return s;
+}
+
+}  // namespace fay

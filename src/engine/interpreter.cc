@@ -1,0 +1,124 @@
+#include "engine/interpreter.h"
+
+#include <fmt/format.h>
+
+#include "engine/eval.h"
+
+namespace fay {
+
+Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed) : plan_(plan), rng_(sample_seed) {}
+
+bool Interpreter::Fail(const Status& st) {
+  if (first_error_.ok()) first_error_ = st;
+  return false;
+}
+
+bool Interpreter::Admit(const Event& e) {
+  ++stats_.events_seen;
+  if (e.probe_index < 0 || static_cast<size_t>(e.probe_index) >= plan_.probes.size()) {
+    return Fail(Error(Code::kInternal, fmt::format("event of unknown probe {}", e.probe_index)));
+  }
+  // The predicate runs before sampling, so the sample is a fraction of the matching events.
+  if (plan_.predicate) {
+    auto v = EvalExpr(*plan_.predicate, e, plan_.probes[e.probe_index]);
+    if (!v.ok()) return Fail(v.status());
+    if (!Truthy(*v)) return false;
+  }
+  if (plan_.sample_den > 0 && plan_.sample_num < plan_.sample_den) {
+    if (rng_() % plan_.sample_den >= plan_.sample_num) return false;
+  }
+  ++stats_.events_matched;
+  return true;
+}
+
+bool Interpreter::UpdateAgg(AggState& state, const AggSlot& slot, const Event& e) {
+  const AggItem& item = *slot.item;
+  if (item.func == AggFunc::kCount || !item.arg) {
+    state.Update(0);
+    return true;
+  }
+  const ProbeInfo& probe = plan_.probes[e.probe_index];
+  const Expr& arg = *item.arg;
+  // probe and func are small ids inside the probe (the probe's index), and distinct() hashes
+  // what the probe holds.
+  if (const Field* f = FieldOf(arg, e.probe_index, probe)) {
+    if (f->source == FieldSource::kProbe || f->source == FieldSource::kFunc) {
+      state.Update(e.probe_index);
+      return true;
+    }
+  }
+  auto v = EvalExpr(arg, e, probe);
+  if (!v.ok()) return Fail(v.status());
+  if (const auto* i = std::get_if<int64_t>(&*v)) {
+    state.Update(*i);
+    return true;
+  }
+  if (const auto* s = std::get_if<std::string>(&*v)) {
+    const Field* f = FieldOf(arg, e.probe_index, probe);
+    int len = f ? f->type.str_len : arg.type.str_len;
+    state.UpdateString(*s, len > 0 ? len : 64);
+    return true;
+  }
+  return Fail(Error(Code::kInternal, fmt::format("cannot aggregate '{}': a stack", arg.text)));
+}
+
+void Interpreter::Process(const Event& e) {
+  if (!Admit(e)) return;
+  const ProbeInfo& probe = plan_.probes[e.probe_index];
+  std::vector<Value> key;
+  key.reserve(plan_.keys.size());
+  for (const Slot& slot : plan_.keys) {
+    auto v = EvalExpr(*slot.expr, e, probe);
+    if (!v.ok()) {
+      Fail(v.status());
+      return;
+    }
+    key.push_back(std::move(*v));
+  }
+  auto it = groups_.find(key);
+  if (it == groups_.end()) {
+    // Mirrors the probe's hash map: a new key beyond max_keys is not inserted.
+    if (plan_.max_keys > 0 && groups_.size() >= plan_.max_keys) {
+      ++stats_.map_full;
+      return;
+    }
+    std::vector<AggState> states;
+    states.reserve(plan_.aggs.size());
+    for (const AggSlot& a : plan_.aggs) states.emplace_back(SpecOf(*a.item));
+    it = groups_.emplace(std::move(key), std::move(states)).first;
+  }
+  for (size_t i = 0; i < plan_.aggs.size(); ++i) UpdateAgg(it->second[i], plan_.aggs[i], e);
+}
+
+ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
+  ResultSet rs;
+  rs.window_end_ns = window_end_ns;
+  if (plan_.keys.empty() && groups_.empty()) {
+    Row row;
+    for (const AggSlot& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
+    rs.rows.push_back(std::move(row));
+    return rs;
+  }
+  rs.rows.reserve(groups_.size());
+  for (auto& [key, states] : groups_) rs.rows.push_back(Row{key, std::move(states)});
+  groups_.clear();
+  return rs;
+}
+
+std::optional<std::vector<Value>> Interpreter::Select(const Event& e) {
+  if (!Admit(e)) return std::nullopt;
+  const ProbeInfo& probe = plan_.probes[e.probe_index];
+  std::vector<Value> row;
+  row.reserve(plan_.keys.size());
+  for (const Slot& slot : plan_.keys) {
+    auto v = EvalExpr(*slot.expr, e, probe);
+    if (!v.ok()) {
+      Fail(v.status());
+      return std::nullopt;
+    }
+    row.push_back(std::move(*v));
+  }
+  return row;
+}
+
+}  // namespace fay

@@ -1,0 +1,50 @@
+// The user-space interpreter of a Plan: the differential oracle for the kernel path and the engine
+// for offline sources. It evaluates the probe part (predicate, sample, keys, partial aggregation)
+// on decoded events with the same semantics as the generated eBPF.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/value.h"
+#include "query/plan.h"
+
+namespace fay {
+
+class Interpreter {
+ public:
+  // The plan (and the query it points into) must outlive the interpreter.
+  explicit Interpreter(const Plan& plan, uint64_t sample_seed = kDefaultSampleSeed);
+
+  // kAggregate: folds one event into the current window.
+  void Process(const Event& e);
+  // The window's rows, ordered by key tuple; resets the states. Without keys there is always
+  // exactly one row (with empty keys), even when nothing matched.
+  ResultSet TakeWindow(uint64_t window_end_ns);
+  // kSelect: the selected columns, or nullopt when the event is filtered out (or not evaluable).
+  std::optional<std::vector<Value>> Select(const Event& e);
+
+  const RunStats& stats() const { return stats_; }
+  // The first evaluation error (events that fail to evaluate are dropped), or Ok.
+  const Status& first_error() const { return first_error_; }
+
+  static constexpr uint64_t kDefaultSampleSeed = 0x66617921;
+
+ private:
+  bool Admit(const Event& e);  // counts, predicate, sample
+  bool Fail(const Status& st);
+  bool UpdateAgg(AggState& state, const AggSlot& slot, const Event& e);
+
+  const Plan& plan_;
+  RunStats stats_;
+  Status first_error_;
+  // Sampling draws from its own PRNG: keeps probability num/den, not the probe's exact choices.
+  std::mt19937_64 rng_;
+  std::map<std::vector<Value>, std::vector<AggState>> groups_;
+};
+
+}  // namespace fay

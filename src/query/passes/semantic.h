@@ -1,0 +1,17 @@
+// The semantic analysis: probe resolution, pipeline shape, then types. Each part is its own pass
+// (resolve_probes, stage_check, type_check); this runs them in order.
+#pragma once
+
+#include <vector>
+
+#include "common/status.h"
+#include "query/ast.h"
+#include "schema/probe.h"
+
+namespace fay {
+
+// Returns the query's probes; every kField's field_index is parallel to them. Fills the types of
+// q's expressions. Errors are rendered diagnostics (see query/diagnostics.h).
+Expected<std::vector<ProbeInfo>> AnalyzeQuery(Query& q, ProbeCatalog& catalog);
+
+}  // namespace fay

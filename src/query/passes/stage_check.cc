@@ -1,0 +1,121 @@
+#include "query/passes/stage_check.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "query/diagnostics.h"
+#include "query/parser.h"
+
+namespace fay {
+namespace {
+
+const char* StageWord(const Stage& s) {
+  switch (s.index()) {
+    case 0:
+      return "where";
+    case 1:
+      return "sample";
+    case 2:
+      return "aggregate";
+    case 3:
+      return "select";
+    case 4:
+      return "top";
+    case 5:
+      return "every";
+    default:
+      return "for";
+  }
+}
+
+// One output name; `aliased` says whether the user chose it.
+struct OutName {
+  std::string name;
+  bool aliased;
+  SourceRange range;
+  std::string what;  // how to write the item, for the hint
+};
+
+Status CheckNames(const std::string& src, const std::vector<OutName>& names) {
+  std::set<std::string> seen;
+  for (const OutName& n : names) {
+    if (n.name == "window")
+      return QueryError(src, n.range, "Output name 'window' is reserved",
+                        "every result row has a 'window' member holding the window's end time; "
+                        "choose another name with 'as'");
+    if (!seen.insert(n.name).second) {
+      std::string hint = n.aliased
+                             ? "choose a different name"
+                             : fmt::format("name it with 'as', e.g. {} as {}2", n.what, n.name);
+      return QueryError(src, n.range, fmt::format("Duplicate output name '{}'", n.name), hint);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckStages(const Query& q) {
+  const std::string& src = q.text;
+  const StageNode* main = nullptr;  // the aggregate or select stage
+  const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr;
+  for (const StageNode& node : q.stages) {
+    const Stage& s = node.stage;
+    const char* word = StageWord(s);
+    if (std::holds_alternative<WhereStage>(s) || std::holds_alternative<SampleStage>(s)) {
+      if (main)
+        return QueryError(
+            src, node.range,
+            fmt::format("'{}' must come before the {} stage", word, StageWord(main->stage)),
+            "filter and sample first, e.g. syscall:read | where pid == 42 | "
+            "count() by comm");
+      if (std::holds_alternative<SampleStage>(s)) {
+        if (sample) return QueryError(src, node.range, "Only one sample stage is allowed");
+        sample = &node;
+      }
+    } else if (std::holds_alternative<AggregateStage>(s) ||
+               std::holds_alternative<SelectStage>(s)) {
+      if (main)
+        return QueryError(src, node.range, "Only one aggregate or select stage is allowed",
+                          "compute several aggregates in one stage, e.g. count(), avg(latency) "
+                          "by comm");
+      main = &node;
+    } else if (std::holds_alternative<TopStage>(s)) {
+      if (top) return QueryError(src, node.range, "Only one top stage is allowed");
+      top = &node;
+      if (!main || !std::holds_alternative<AggregateStage>(main->stage))
+        return QueryError(src, node.range, "'top' needs an aggregate stage before it",
+                          "e.g. syscall:openat | count() by comm | top 10");
+    } else if (std::holds_alternative<EveryStage>(s)) {
+      if (every) return QueryError(src, node.range, "Only one every stage is allowed");
+      every = &node;
+    } else {
+      if (for_stage) return QueryError(src, node.range, "Only one for stage is allowed");
+      for_stage = &node;
+    }
+  }
+  if (every && (!main || !std::holds_alternative<AggregateStage>(main->stage)))
+    return QueryError(src, every->range, "'every' needs an aggregate stage",
+                      "every prints and resets the aggregates each window, e.g. "
+                      "syscall:read | count() by comm | every 1s");
+  if (!main) return Status::Ok();
+
+  std::vector<OutName> names;
+  if (const auto* agg = std::get_if<AggregateStage>(&main->stage)) {
+    for (const KeyItem& k : agg->keys)
+      names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});
+    for (const AggItem& a : agg->aggs) {
+      std::string func = AggFuncName(a.func);
+      std::string what = a.arg ? fmt::format("{}({})", func, a.arg->text) : func + "()";
+      if (a.func == AggFunc::kLhist || a.func == AggFunc::kQuantile) what = func + "(...)";
+      names.push_back({a.name, a.name != func, a.range, what});
+    }
+  } else {
+    for (const KeyItem& k : std::get<SelectStage>(main->stage).items)
+      names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});
+  }
+  return CheckNames(src, names);
+}
+
+}  // namespace fay

@@ -1,0 +1,338 @@
+#include "query/passes/type_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "common/strings.h"
+#include "query/diagnostics.h"
+#include "query/parser.h"
+
+namespace fay {
+namespace {
+
+bool IsArithmetic(const std::string& op) {
+  return op == "+" || op == "-" || op == "*" || op == "/" || op == "%" || op == "&" || op == "|" ||
+         op == "^" || op == "<<" || op == ">>";
+}
+bool IsOrder(const std::string& op) {
+  return op == "<" || op == "<=" || op == ">" || op == ">=";
+}
+bool IsLiteral(const Expr& e) {
+  return e.kind == ExprKind::kInt || e.kind == ExprKind::kString;
+}
+
+std::vector<std::string> FieldNames(const ProbeInfo& p) {
+  std::vector<std::string> names;
+  for (const Field& f : p.fields) names.push_back(f.name);
+  return names;
+}
+
+class TypeChecker {
+ public:
+  TypeChecker(const std::string& src, const std::vector<ProbeInfo>& probes)
+      : src_(src), probes_(probes) {}
+
+  Status Run(Query& q) {
+    for (StageNode& node : q.stages) {
+      if (auto* w = std::get_if<WhereStage>(&node.stage)) {
+        FAY_RETURN_IF_ERROR(Check(*w->cond));
+        FAY_RETURN_IF_ERROR(ExpectInt(*w->cond,
+                                      "a where condition is an int (non-zero keeps the event); "
+                                      "compare strings with ==, e.g. comm == \"bash\""));
+      } else if (auto* a = std::get_if<AggregateStage>(&node.stage)) {
+        for (AggItem& item : a->aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
+        for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
+      } else if (auto* s = std::get_if<SelectStage>(&node.stage)) {
+        for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(Check(*k.expr));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Mismatch(const Expr& e, const std::string& expected, const std::string& hint) const {
+    return QueryError(
+        src_, e.range,
+        fmt::format("Type mismatch: found {}, expected {}", TypeName(e.type), expected), hint);
+  }
+
+  // The hint for a user pointer where a value was wanted says how to read the string.
+  std::string PointerHint(const Expr& e, const std::string& fallback) const {
+    if (e.type.user_ptr)
+      return fmt::format("'{}' is a user pointer; read the string with str({})", e.text, e.text);
+    return fallback;
+  }
+
+  Status ExpectInt(const Expr& e, const std::string& hint) const {
+    if (e.type.kind == TypeKind::kInt) return Status::Ok();
+    return Mismatch(e, "int", hint);
+  }
+
+  Status CheckAgg(AggItem& item) {
+    const char* func = AggFuncName(item.func);
+    if (!item.arg) return Status::Ok();
+    FAY_RETURN_IF_ERROR(Check(*item.arg));
+    if (item.func == AggFunc::kDistinct) {
+      if (item.arg->type.kind == TypeKind::kStack)
+        return Mismatch(*item.arg, "int or string", "distinct() counts distinct ints or strings");
+    } else {
+      FAY_RETURN_IF_ERROR(ExpectInt(*item.arg, fmt::format("{}() takes an int", func)));
+    }
+    if (item.func == AggFunc::kLhist) {
+      const char* usage = "e.g. lhist(latency, 0, 1ms, 100us)";
+      if (item.step <= 0)
+        return QueryError(src_, item.range, "lhist() step must be positive", usage);
+      if (item.lo >= item.hi)
+        return QueryError(src_, item.range, "lhist() lo must be below hi", usage);
+      __int128 width = static_cast<__int128>(item.hi) - item.lo;
+      if (width % item.step != 0)
+        return QueryError(src_, item.range, "lhist() range hi - lo must be a whole number of steps",
+                          usage);
+      if (width / item.step > 1000)
+        return QueryError(src_, item.range,
+                          fmt::format("lhist() has {} buckets; at most 1000 are allowed",
+                                      static_cast<int64_t>(width / item.step)),
+                          "use a larger step, or hist() for log2 buckets");
+    }
+    if (item.func == AggFunc::kQuantile && !(item.q > 0 && item.q <= 1))
+      return QueryError(src_, item.range, "quantile() q must be in (0, 1]",
+                        "e.g. quantile(latency, 0.99)");
+    return Status::Ok();
+  }
+
+  Status Check(Expr& e) {
+    switch (e.kind) {
+      case ExprKind::kInt:
+        e.type = Type::Int(true);
+        return Status::Ok();
+      case ExprKind::kString:
+        e.type = Type::Str(static_cast<int>(e.str_value.size()) + 1);
+        return Status::Ok();
+      case ExprKind::kField:
+        return CheckField(e);
+      case ExprKind::kCall:
+        return CheckCall(e);
+      case ExprKind::kUnary:
+        return CheckUnary(e);
+      case ExprKind::kBinary:
+        return CheckBinary(e);
+      case ExprKind::kIn:
+        return CheckIn(e);
+    }
+    return Status(Code::kInternal, "unknown expression kind");
+  }
+
+  Status CheckField(Expr& e) {
+    e.field_index.clear();
+    const ProbeInfo* first_probe = nullptr;
+    for (const ProbeInfo& p : probes_) {
+      int index = -1;
+      for (size_t i = 0; i < p.fields.size(); ++i) {
+        if (p.fields[i].name == e.name) {
+          index = static_cast<int>(i);
+          break;
+        }
+      }
+      if (index < 0) return UnknownField(e, p);
+      const Type& t = p.fields[static_cast<size_t>(index)].type;
+      if (!first_probe) {
+        e.type = t;
+        first_probe = &p;
+      } else if (t.kind != e.type.kind) {
+        return QueryError(src_, e.range,
+                          fmt::format("Field '{}' is {} on {} but {} on {}", e.name,
+                                      TypeName(e.type), first_probe->name, TypeName(t), p.name),
+                          "query these probes separately");
+      } else if (t.kind == TypeKind::kInt) {
+        // `int fd` on one syscall and `unsigned int fd` on another: compute as signed, and
+        // only a pointer on every probe can be read with str().
+        e.type.is_signed = e.type.is_signed || t.is_signed;
+        e.type.user_ptr = e.type.user_ptr && t.user_ptr;
+        if (e.type.user_ptr) e.type.is_signed = false;
+      } else if (t.kind == TypeKind::kString) {
+        e.type.str_len = std::max(e.type.str_len, t.str_len);
+      }
+      e.field_index.push_back(index);
+    }
+    return Status::Ok();
+  }
+
+  Status UnknownField(const Expr& e, const ProbeInfo& p) const {
+    std::vector<std::string> names = FieldNames(p);
+    std::string guess;
+    if (e.name.find('.') == std::string::npos && p.FindField("args." + e.name)) {
+      guess = "args." + e.name;
+    } else {
+      // Compare without the "args." prefix, so `filenme` finds args.filename, and demand a close
+      // match: a wrong guess is worse than the plain list.
+      auto bare = [](std::string_view s) { return s.substr(0, 5) == "args." ? s.substr(5) : s; };
+      size_t best = SIZE_MAX;
+      for (const std::string& n : names) {
+        std::string_view a = bare(e.name), b = bare(n);
+        size_t d = EditDistance(a, b);
+        if (d * 3 <= std::max(a.size(), b.size()) && d < best) {
+          best = d;
+          guess = n;
+        }
+      }
+    }
+    std::string hint;
+    if (!guess.empty()) hint = fmt::format("did you mean '{}'? ", guess);
+    hint += fmt::format("fields of {}: {}", p.name, Join(names));
+    if (probes_.size() > 1) hint += " (a field must exist on every probe of the query)";
+    return QueryError(src_, e.range, fmt::format("Unknown field '{}' on {}", e.name, p.name), hint);
+  }
+
+  // str() on a field every probe marks as a user pointer, or on a uprobe argument/return
+  // value, whose C type fay cannot know.
+  bool Readable(const Expr& p) const {
+    if (p.type.kind != TypeKind::kInt) return false;
+    if (p.type.user_ptr) return true;
+    if (p.kind != ExprKind::kField || p.field_index.size() != probes_.size()) return false;
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      FieldSource src = probes_[i].fields[static_cast<size_t>(p.field_index[i])].source;
+      if (src != FieldSource::kUprobeArg && src != FieldSource::kUprobeRet) return false;
+    }
+    return true;
+  }
+
+  Status CheckCall(Expr& e) {
+    if (e.name != "str") {
+      std::string hint = "functions: str(ptr), str(ptr, N)";
+      if (EditDistance(e.name, "str") <= 2) hint = "did you mean 'str'? " + hint;
+      return QueryError(src_, e.range, fmt::format("Unknown function '{}'", e.name), hint);
+    }
+    const char* usage = "str(ptr) reads up to 64 bytes, str(ptr, N) up to N (1..256)";
+    if (e.kids.empty() || e.kids.size() > 2)
+      return QueryError(src_, e.range,
+                        fmt::format("str() takes 1 or 2 arguments, found {}", e.kids.size()),
+                        usage);
+    Expr& p = *e.kids[0];
+    FAY_RETURN_IF_ERROR(Check(p));
+    if (!Readable(p)) {
+      std::string hint =
+          p.type.kind == TypeKind::kString
+              ? fmt::format("'{}' is already a string; use it without str()", p.text)
+              : "str() reads a NUL-terminated string at a user-space address, such as "
+                "args.filename";
+      return Mismatch(p, "user pointer", hint);
+    }
+    int len = 64;
+    if (e.kids.size() == 2) {
+      Expr& n = *e.kids[1];
+      FAY_RETURN_IF_ERROR(Check(n));
+      if (n.kind != ExprKind::kInt || n.int_value < 1 || n.int_value > 256)
+        return QueryError(src_, n.range, "str() length must be an integer literal 1..256", usage);
+      len = static_cast<int>(n.int_value);
+    }
+    e.type = Type::Str(len);
+    return Status::Ok();
+  }
+
+  Status CheckUnary(Expr& e) {
+    Expr& x = *e.kids[0];
+    FAY_RETURN_IF_ERROR(Check(x));
+    FAY_RETURN_IF_ERROR(ExpectInt(x, PointerHint(x, fmt::format("'{}' takes an int", e.op))));
+    e.type = Type::Int(e.op == "~" ? x.type.is_signed : true);
+    return Status::Ok();
+  }
+
+  Status CheckBinary(Expr& e) {
+    Expr& l = *e.kids[0];
+    Expr& r = *e.kids[1];
+    FAY_RETURN_IF_ERROR(Check(l));
+    FAY_RETURN_IF_ERROR(Check(r));
+    const std::string& op = e.op;
+    if (op == "&&" || op == "||" || IsArithmetic(op) || IsOrder(op)) {
+      std::string hint = fmt::format("'{}' takes ints", op);
+      if (IsOrder(op) && l.type.kind == TypeKind::kString && r.type.kind == TypeKind::kString)
+        return QueryError(src_, e.range, fmt::format("Strings cannot be compared with '{}'", op),
+                          "strings take only == and != (with * and ? globs)");
+      FAY_RETURN_IF_ERROR(ExpectInt(l, PointerHint(l, hint)));
+      FAY_RETURN_IF_ERROR(ExpectInt(r, PointerHint(r, hint)));
+      if (IsArithmetic(op)) {
+        // An int literal takes the other side's signedness, as a C constant would.
+        bool is_signed = l.type.is_signed && r.type.is_signed;
+        if (l.kind == ExprKind::kInt) is_signed = r.type.is_signed;
+        if (r.kind == ExprKind::kInt) is_signed = l.type.is_signed;
+        if (l.kind == ExprKind::kInt && r.kind == ExprKind::kInt) is_signed = true;
+        e.type = Type::Int(is_signed);
+      } else {
+        e.type = Type::Int(true);
+      }
+      return Status::Ok();
+    }
+    // == and !=: two ints or two strings. The side that is not a literal sets the expectation.
+    bool literal_left = IsLiteral(l) && !IsLiteral(r);
+    Expr& expected = literal_left ? r : l;
+    Expr& found = literal_left ? l : r;
+    if (expected.type.kind == TypeKind::kStack || found.type.kind == TypeKind::kStack)
+      return Mismatch(expected.type.kind == TypeKind::kStack ? expected : found, "int or string",
+                      "stacks can only be aggregation keys");
+    if (l.type.kind != r.type.kind) {
+      std::string hint = fmt::format("'{}' compares two ints or two strings; '{}' is {}", op,
+                                     expected.text, TypeName(expected.type));
+      if (expected.type.user_ptr) hint = PointerHint(expected, hint);
+      return Mismatch(found, TypeName(expected.type), hint);
+    }
+    if (l.type.kind == TypeKind::kString) {
+      FAY_RETURN_IF_ERROR(CheckProbeGlob(l, r));
+      FAY_RETURN_IF_ERROR(CheckProbeGlob(r, l));
+      e.is_glob = (l.kind == ExprKind::kString && HasGlob(l.str_value)) ||
+                  (r.kind == ExprKind::kString && HasGlob(r.str_value));
+    }
+    e.type = Type::Int(true);
+    return Status::Ok();
+  }
+
+  // The probe matches a string against a pattern in one unrolled pass, so '*' may only end the
+  // pattern. `probe` and `func` are exempt: their values are known per probe, and the pattern is
+  // matched when the program is generated.
+  Status CheckProbeGlob(const Expr& subject, const Expr& pattern) const {
+    if (pattern.kind != ExprKind::kString || !HasGlob(pattern.str_value)) return Status::Ok();
+    if (subject.kind == ExprKind::kField && (subject.name == "probe" || subject.name == "func"))
+      return Status::Ok();
+    std::string_view body = pattern.str_value;
+    if (!body.empty() && body.back() == '*') body.remove_suffix(1);
+    if (body.find('*') == std::string_view::npos) return Status::Ok();
+    return QueryError(src_, pattern.range,
+                      fmt::format("Glob {} cannot be matched inside the probe", pattern.text),
+                      "a glob may use '?' anywhere but '*' only at the end, e.g. \"post*\"");
+  }
+
+  Status CheckIn(Expr& e) {
+    Expr& x = *e.kids[0];
+    FAY_RETURN_IF_ERROR(Check(x));
+    if (x.type.kind == TypeKind::kStack)
+      return Mismatch(x, "int or string", "stacks can only be aggregation keys");
+    for (size_t i = 1; i < e.kids.size(); ++i) {
+      Expr& item = *e.kids[i];
+      FAY_RETURN_IF_ERROR(Check(item));
+      if (item.type.kind != x.type.kind) {
+        std::string hint =
+            fmt::format("'{}' is {}, so the list holds {} literals", x.text, TypeName(x.type),
+                        x.type.kind == TypeKind::kString ? "string" : "int");
+        if (x.type.user_ptr) hint = PointerHint(x, hint);
+        return Mismatch(item, x.type.kind == TypeKind::kString ? "string" : TypeName(x.type), hint);
+      }
+      FAY_RETURN_IF_ERROR(CheckProbeGlob(x, item));
+      if (item.kind == ExprKind::kString && HasGlob(item.str_value)) e.is_glob = true;
+    }
+    e.type = Type::Int(true);
+    return Status::Ok();
+  }
+
+  const std::string& src_;
+  const std::vector<ProbeInfo>& probes_;
+};
+
+}  // namespace
+
+Status TypeCheck(Query& q, const std::vector<ProbeInfo>& probes) {
+  return TypeChecker(q.text, probes).Run(q);
+}
+
+}  // namespace fay

@@ -1,0 +1,91 @@
+#include <fmt/format.h>
+
+#include "query/planner.h"
+
+namespace fay {
+namespace {
+
+const char* AggName(AggFunc f) {
+  switch (f) {
+    case AggFunc::kCount: return "count";
+    case AggFunc::kSum: return "sum";
+    case AggFunc::kMin: return "min";
+    case AggFunc::kMax: return "max";
+    case AggFunc::kAvg: return "avg";
+    case AggFunc::kHist: return "hist";
+    case AggFunc::kLhist: return "lhist";
+    case AggFunc::kQuantile: return "quantile";
+    case AggFunc::kDistinct: return "distinct";
+  }
+  return "?";
+}
+
+std::string AttachText(const Plan& plan, const Attachment& a) {
+  std::string role = a.role == ProgRole::kEntry       ? "entry"
+                     : a.role == ProgRole::kScopeFork ? "scope-fork"
+                     : a.role == ProgRole::kScopeExit ? "scope-exit"
+                                                      : "main";
+  switch (a.kind) {
+    case AttachKind::kTracepoint:
+    case AttachKind::kRawSyscalls:
+      return fmt::format("tracepoint {}:{} ({})", a.category, a.name, role);
+    case AttachKind::kUprobe: {
+      const ProbeInfo& p = plan.probes[a.probe_index];
+      return fmt::format("{} {}:{} +0x{:x} ({})", a.is_exit ? "uretprobe" : "uprobe", p.path,
+                         p.symbol, p.file_offset, role);
+    }
+    case AttachKind::kPerfSoftware: {
+      const ProbeInfo& p = plan.probes[a.probe_index];
+      if (p.kind == ProbeKind::kProfile)
+        return fmt::format("perf cpu-clock at {} Hz on every CPU ({})", p.hz, role);
+      return fmt::format("perf cpu-clock every {} ns on CPU 0 ({})", p.period_ns, role);
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string DescribePlan(const Plan& plan) {
+  std::string out = "plan:\n  probe part (eBPF, per CPU):\n";
+  out += fmt::format("    probes: {}\n", plan.probes.size());
+  for (const auto& a : plan.attachments) out += "      attach " + AttachText(plan, a) + "\n";
+  if (plan.use_raw_syscalls)
+    out += "      (many syscalls: one raw_syscalls program pair, probe id = syscall number)\n";
+  if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
+  if (plan.predicate) out += fmt::format("    where {}\n", plan.predicate->text.empty() ? "<conjunction>" : plan.predicate->text);
+  if (plan.sample_den > 1 || plan.sample_num != plan.sample_den)
+    out += fmt::format("    sample {}/{} (bpf_get_prandom_u32)\n", plan.sample_num, plan.sample_den);
+  if (plan.mode == PlanMode::kAggregate) {
+    out += fmt::format("    aggregate into a per-CPU hash: key {} bytes, value {} bytes, {} keys max\n",
+                       plan.key_size, plan.value_size, plan.max_keys);
+    for (const auto& k : plan.keys)
+      out += fmt::format("      key   {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
+                         k.offset, k.size);
+    for (const auto& a : plan.aggs)
+      out += fmt::format("      agg   {:<24} {:<8} @{} ({} bytes)\n", a.item->name,
+                         AggName(a.item->func), a.offset, a.size);
+  } else {
+    out += fmt::format("    stream events through a ring buffer: record {} bytes\n",
+                       plan.key_size + 8);
+    for (const auto& k : plan.keys)
+      out += fmt::format("      field {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
+                         k.offset + 8, k.size);
+  }
+  out += "  machine part (user space):\n";
+  if (plan.mode == PlanMode::kAggregate) {
+    out += "    merge per-CPU states, sort by the first aggregate";
+    if (plan.top_n) out += fmt::format(", keep top {}", plan.top_n);
+    out += "\n";
+    if (plan.every_ns)
+      out += fmt::format("    every {} ms: swap double-buffered maps, print and reset the window\n",
+                         plan.every_ns / 1000000);
+  } else {
+    out += "    decode records and print each event\n";
+  }
+  if (plan.for_ns) out += fmt::format("    stop after {} ms\n", plan.for_ns / 1000000);
+  out += "  cluster part: (not yet) merge serialized states across machines\n";
+  return out;
+}
+
+}  // namespace fay

@@ -1,0 +1,264 @@
+#include "query/planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "query/agg_layout.h"
+
+namespace fay {
+namespace {
+
+int RoundUp8(int n) { return (n + 7) & ~7; }
+
+// Bytes a key or selected column takes in the probe's key struct or record.
+int SlotSize(const Expr& e) {
+  if (e.type.kind == TypeKind::kString) {
+    if (e.kind == ExprKind::kField && (e.name == "probe" || e.name == "func")) return 8;
+    return RoundUp8(e.type.str_len);
+  }
+  return 8;
+}
+
+int AggSize(const AggItem& a) {
+  switch (a.func) {
+    case AggFunc::kCount:
+    case AggFunc::kSum:
+      return 8;
+    case AggFunc::kMin:
+    case AggFunc::kMax:
+    case AggFunc::kAvg:
+      return 16;
+    case AggFunc::kHist:
+      return kHistSlots * 8;
+    case AggFunc::kLhist:
+      return LhistSlots(a.lo, a.hi, a.step) * 8;
+    case AggFunc::kQuantile:
+      return kQuantSlots * 8;
+    case AggFunc::kDistinct:
+      return kHllRegs;
+  }
+  return 8;
+}
+
+void VisitExpr(const Expr* e, const std::function<void(const Expr&)>& fn) {
+  if (!e) return;
+  fn(*e);
+  for (const auto& k : e->kids) VisitExpr(k.get(), fn);
+}
+
+ExprPtr MakeField(const std::string& name, const std::vector<ProbeInfo>& probes) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kField;
+  e->name = name;
+  e->text = name;
+  for (const auto& p : probes) {
+    for (size_t i = 0; i < p.fields.size(); ++i) {
+      if (p.fields[i].name == name) {
+        e->field_index.push_back(static_cast<int>(i));
+        e->type = p.fields[i].type;
+        break;
+      }
+    }
+  }
+  return e;
+}
+
+// Which fields does the query read? Decides the attach points.
+bool UsesExitFields(const Plan& plan) {
+  bool uses = false;
+  auto check = [&](const Expr& e) {
+    if (e.kind != ExprKind::kField) return;
+    for (size_t p = 0; p < plan.probes.size() && p < e.field_index.size(); ++p) {
+      FieldSource s = plan.probes[p].fields[e.field_index[p]].source;
+      if (s == FieldSource::kRet || s == FieldSource::kErrno || s == FieldSource::kLatency)
+        uses = true;
+    }
+  };
+  VisitExpr(plan.predicate, check);
+  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
+  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+  return uses;
+}
+
+bool UsesLatency(const Plan& plan) {
+  bool uses = false;
+  auto check = [&](const Expr& e) {
+    if (e.kind == ExprKind::kField && e.name == "latency") uses = true;
+  };
+  VisitExpr(plan.predicate, check);
+  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
+  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+  return uses;
+}
+
+void PlanAttachments(Plan& plan, const PlanOptions& options) {
+  size_t syscalls = 0;
+  for (const auto& p : plan.probes) syscalls += p.kind == ProbeKind::kSyscall;
+  plan.use_raw_syscalls = syscalls > options.raw_syscalls_threshold;
+  bool raw_done = false;
+  for (size_t i = 0; i < plan.probes.size(); ++i) {
+    const ProbeInfo& p = plan.probes[i];
+    int idx = static_cast<int>(i);
+    switch (p.kind) {
+      case ProbeKind::kSyscall:
+        if (plan.use_raw_syscalls) {
+          if (raw_done) break;
+          raw_done = true;
+          if (plan.needs_exit) {
+            plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kEntry, -1, false,
+                                        "raw_syscalls", "sys_enter"});
+            plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kMain, -1, true,
+                                        "raw_syscalls", "sys_exit"});
+          } else {
+            plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kMain, -1, false,
+                                        "raw_syscalls", "sys_enter"});
+          }
+          break;
+        }
+        if (plan.needs_exit) {
+          plan.attachments.push_back(
+              {AttachKind::kTracepoint, ProgRole::kEntry, idx, false, p.tp_category, p.tp_name});
+          plan.attachments.push_back({AttachKind::kTracepoint, ProgRole::kMain, idx, true,
+                                      p.tp_category, p.exit_tp_name});
+        } else {
+          plan.attachments.push_back(
+              {AttachKind::kTracepoint, ProgRole::kMain, idx, false, p.tp_category, p.tp_name});
+        }
+        break;
+      case ProbeKind::kTracepoint:
+        plan.attachments.push_back(
+            {AttachKind::kTracepoint, ProgRole::kMain, idx, false, p.tp_category, p.tp_name});
+        break;
+      case ProbeKind::kUprobe:
+        plan.attachments.push_back({AttachKind::kUprobe, ProgRole::kMain, idx, false, "", ""});
+        break;
+      case ProbeKind::kUretprobe:
+        if (plan.needs_exit)
+          plan.attachments.push_back({AttachKind::kUprobe, ProgRole::kEntry, idx, false, "", ""});
+        plan.attachments.push_back({AttachKind::kUprobe, ProgRole::kMain, idx, true, "", ""});
+        break;
+      case ProbeKind::kInterval:
+      case ProbeKind::kProfile:
+        plan.attachments.push_back({AttachKind::kPerfSoftware, ProgRole::kMain, idx, false, "", ""});
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> probes,
+                         const PlanOptions& options) {
+  Plan plan;
+  plan.query = query;
+  plan.probes = std::move(probes);
+  plan.max_keys = options.max_keys;
+
+  const AggregateStage* agg = nullptr;
+  const SelectStage* sel = nullptr;
+  for (const auto& node : query->stages) {
+    if (auto* s = std::get_if<SampleStage>(&node.stage)) {
+      plan.sample_num *= s->num;
+      plan.sample_den *= s->den;
+    }
+    if (auto* a = std::get_if<AggregateStage>(&node.stage)) agg = a;
+    if (auto* s = std::get_if<SelectStage>(&node.stage)) sel = s;
+    if (auto* t = std::get_if<TopStage>(&node.stage)) plan.top_n = t->n;
+    if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
+    if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
+  }
+  if (plan.sample_den > 0xffffffffULL)
+    return Error(Code::kInvalidArgument, "sampling rate too small: at most 1/4294967295");
+
+  // Several where stages are one conjunction. The planner owns the query, so it moves the
+  // conditions under one && node rather than copying them.
+  std::vector<ExprPtr*> conds;
+  for (auto& node : query->stages)
+    if (auto* w = std::get_if<WhereStage>(&node.stage)) conds.push_back(&w->cond);
+  if (conds.size() == 1) {
+    plan.predicate = conds[0]->get();
+  } else if (conds.size() > 1) {
+    auto both = std::make_unique<Expr>();
+    both->kind = ExprKind::kBinary;
+    both->op = "&&";
+    both->type = Type::Int(true);
+    both->kids.push_back(std::move(*conds[0]));
+    for (size_t i = 1; i < conds.size(); ++i) {
+      if (both->kids.size() == 2) {
+        auto outer = std::make_unique<Expr>();
+        outer->kind = ExprKind::kBinary;
+        outer->op = "&&";
+        outer->type = Type::Int(true);
+        outer->kids.push_back(std::move(both));
+        both = std::move(outer);
+      }
+      both->kids.push_back(std::move(*conds[i]));
+    }
+    plan.predicate = both.get();
+    plan.owned.push_back(std::move(both));
+  }
+
+  auto add_slot = [&](const Expr* e, const std::string& name, int& offset) {
+    Slot s;
+    s.expr = e;
+    s.name = name;
+    s.type = e->type;
+    s.offset = offset;
+    s.size = SlotSize(*e);
+    offset += s.size;
+    plan.keys.push_back(s);
+  };
+
+  int offset = 0;
+  if (agg) {
+    plan.mode = PlanMode::kAggregate;
+    for (const auto& k : agg->keys) add_slot(k.expr.get(), k.name, offset);
+    plan.key_size = offset == 0 ? 8 : offset;
+    int voff = 0;
+    for (const auto& a : agg->aggs) {
+      AggSlot s{&a, voff, AggSize(a)};
+      voff += RoundUp8(s.size);
+      plan.aggs.push_back(s);
+    }
+    plan.value_size = voff;
+  } else {
+    plan.mode = PlanMode::kSelect;
+    if (sel) {
+      for (const auto& k : sel->items) add_slot(k.expr.get(), k.name, offset);
+    } else {
+      // No aggregate and no select: stream the common fields, like a plain tracer would.
+      for (const char* f : {"time", "pid", "tid", "comm", "probe"}) {
+        plan.owned.push_back(MakeField(f, plan.probes));
+        add_slot(plan.owned.back().get(), f, offset);
+      }
+      for (const char* f : {"ret"}) {
+        bool all = !plan.probes.empty();
+        for (const auto& p : plan.probes) all = all && p.FindField(f);
+        if (!all) continue;
+        plan.owned.push_back(MakeField(f, plan.probes));
+        add_slot(plan.owned.back().get(), f, offset);
+      }
+    }
+    plan.key_size = offset;
+  }
+  if (plan.key_size > 320)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the keys take {} bytes; the probe can build at most 320 "
+                             "(shorten strings with str(x, N))",
+                             plan.key_size));
+  if (plan.value_size > 32 * 1024)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the aggregates take {} bytes per key; at most 32768 fit in a "
+                             "per-CPU map value (use fewer quantile() aggregates)",
+                             plan.value_size));
+
+  plan.needs_exit = UsesExitFields(plan);
+  for (const auto& p : plan.probes)
+    if (p.kind == ProbeKind::kUretprobe && UsesLatency(plan)) plan.needs_exit = true;
+  PlanAttachments(plan, options);
+  return plan;
+}
+
+}  // namespace fay

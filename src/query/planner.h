@@ -1,0 +1,19 @@
+// The planner: splits a checked query into the probe part and the machine part (query/plan.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "query/plan.h"
+
+namespace fay {
+
+// `probes` is what the semantic pass resolved for `query`; Expr::field_index is parallel to it.
+Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> probes,
+                         const PlanOptions& options = {});
+
+// Human-readable plan for `fay explain`.
+std::string DescribePlan(const Plan& plan);
+
+}  // namespace fay
