@@ -6,7 +6,7 @@ from benchlib.tools import Tool, exit_ok
 ORDER = 90
 
 
-def startup_rule(results):
+def startup_rule(results, _all):
     """Issue 2: start-up <= 80 ms with peak RSS <= 20 MB (the whole run bounds exec-to-attach)."""
     t = {r["tool"]: r for r in results["tools"]}
     fay = t.get("fay query")

@@ -42,7 +42,8 @@ class Emitter {
   }
   void LdMap(Reg dst, int map_index) {
     relocs_.push_back({insns_.size(), map_index});
-    Raw(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, 0);
+    // The immediate names the map slot until the loader patches in the fd; explain shows it.
+    Raw(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_index);
     Raw(0, 0, 0, 0, 0);
   }
   // size is 1, 2, 4 or 8 bytes.

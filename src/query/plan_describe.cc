@@ -51,7 +51,7 @@ std::string DescribePlan(const Plan& plan) {
   out += fmt::format("    probes: {}\n", plan.probes.size());
   for (const auto& a : plan.attachments) out += "      attach " + AttachText(plan, a) + "\n";
   if (plan.use_raw_syscalls)
-    out += "      (many syscalls: one raw_syscalls program pair, probe id = syscall number)\n";
+    out += "      (many syscalls: one raw_syscalls program pair, syscall number -> probe index through fay_sysfilter)\n";
   if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
   if (plan.predicate) out += fmt::format("    where {}\n", plan.predicate->text.empty() ? "<conjunction>" : plan.predicate->text);
   if (plan.sample_den > 1 || plan.sample_num != plan.sample_den)

@@ -78,7 +78,15 @@ void GenEntryBody(Gen& g) {
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R9, static_cast<int16_t>(g.entry_off), R0);
   static constexpr int16_t kRegsArgOff[6] = {112, 104, 96, 88, 72, 64};
-  for (int i = 0; i < 6; ++i) {
+  // The kernel refuses to attach a tracepoint program that reads past the record, so a
+  // per-syscall entry copies only the arguments that syscall has.
+  int nargs = 6;
+  if (g.attach.kind == AttachKind::kTracepoint && g.attach.probe_index >= 0) {
+    nargs = 0;
+    for (const Field& f : g.plan.probes[g.attach.probe_index].fields)
+      if (f.source == FieldSource::kCtx) nargs = std::max(nargs, f.index + 1);
+  }
+  for (int i = 0; i < nargs; ++i) {
     int16_t src = IsSyscallAttach(g) ? static_cast<int16_t>(16 + 8 * i) : kRegsArgOff[i];
     e.Load(8, R1, R6, src);
     e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * i), R1);
