@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <thread>
 
+#include "bpf/btf_offsets.h"
 #include "bpf/stack_map.h"
 #include "probes/tracefs.h"
 
@@ -46,7 +48,25 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
 Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
                                                       const CodegenOptions& options) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
-  FAY_ASSIGN_OR_RETURN(q->gen_, Generate(plan, options));
+  CodegenOptions opts = options;
+  if (opts.task_comm_offset < 0 && PlanReadsComm(plan)) {
+    auto off = TaskCommOffset();
+    if (off.ok()) opts.task_comm_offset = *off;
+  }
+  auto loaded = q->LoadWith(opts);
+  if (!loaded.ok() && opts.task_comm_offset >= 0) {
+    // A kernel that will not let tracepoint programs follow BTF pointers still has the helper.
+    q.reset(new LiveQuery(plan));
+    opts.task_comm_offset = -1;
+    loaded = q->LoadWith(opts);
+  }
+  FAY_RETURN_IF_ERROR(loaded);
+  return q;
+}
+
+Status LiveQuery::LoadWith(const CodegenOptions& options) {
+  LiveQuery* q = this;
+  FAY_ASSIGN_OR_RETURN(q->gen_, Generate(plan_, options));
   std::vector<int> fds(kMapCount, -1);
   for (int i = 0; i < kMapCount; ++i) {
     const MapDesc& d = q->gen_.maps[i];
@@ -58,6 +78,7 @@ Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
     fds[i] = m->fd();
     q->maps_[i] = std::move(m).value();
   }
+  const Plan& plan = plan_;
   if (plan.use_raw_syscalls) {
     for (size_t i = 0; i < plan.probes.size(); ++i) {
       const ProbeInfo& p = plan.probes[i];
@@ -72,7 +93,7 @@ Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
     FAY_ASSIGN_OR_RETURN(Program prog, Program::Load(spec, fds));
     q->programs_.push_back(std::move(prog));
   }
-  return q;
+  return Status::Ok();
 }
 
 Status LiveQuery::AddScopePid(pid_t pid) {
@@ -159,32 +180,57 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
   return out;
 }
 
-Expected<ResultSet> LiveQuery::ReadMap(const Map& map, bool clear, uint64_t window_end_ns) {
-  ResultSet rs;
-  rs.window_end_ns = window_end_ns;
+Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool clear,
+                                       uint64_t window_end_ns) {
   std::vector<AggSpec> specs;
   for (const auto& a : plan_.aggs) specs.push_back(SpecOf(*a.item));
+  // Rows are grouped by the raw key bytes: a key may sit in the cache on one CPU and in the
+  // hash map on another.
+  std::map<std::vector<uint8_t>, std::vector<AggState>> groups;
+  auto fold = [&](const std::vector<uint8_t>& key, const uint8_t* value) {
+    auto [it, fresh] = groups.try_emplace(key);
+    if (fresh)
+      for (const auto& spec : specs) it->second.emplace_back(spec);
+    for (size_t a = 0; a < plan_.aggs.size(); ++a) {
+      const AggSlot& slot = plan_.aggs[a];
+      it->second[a].Merge(AggState::FromBytes(specs[a], value + slot.offset, slot.size));
+    }
+  };
   for (const auto& key : map.Keys()) {
     auto slices = map.LookupPerCpu(key.data());
     if (!slices.ok()) continue;  // deleted since listing
+    for (const auto& cpu : *slices) fold(key, cpu.data());
+    if (clear) (void)const_cast<Map&>(map).Delete(key.data());
+  }
+  if (cache) {
+    FAY_ASSIGN_OR_RETURN(auto entries, cache->Dump());
+    const size_t stride = (cache->value_size() + 7) & ~size_t{7};
+    const size_t ks = plan_.key_size;
+    for (const auto& ent : entries) {
+      for (size_t off = 0; off + stride <= ent.value.size(); off += stride) {
+        const uint8_t* slot = ent.value.data() + off;
+        uint64_t used;
+        std::memcpy(&used, slot, 8);
+        if (!used) continue;
+        fold(std::vector<uint8_t>(slot + 8, slot + 8 + ks), slot + 8 + ks);
+      }
+    }
+    if (clear) FAY_RETURN_IF_ERROR(const_cast<Map*>(cache)->Clear());
+  }
+  ResultSet rs;
+  rs.window_end_ns = window_end_ns;
+  for (auto& [key, aggs] : groups) {
     Row row;
     if (!plan_.keys.empty()) {
       FAY_ASSIGN_OR_RETURN(row.keys, DecodeSlots(key.data()));
     }
-    for (size_t a = 0; a < plan_.aggs.size(); ++a) {
-      const AggSlot& slot = plan_.aggs[a];
-      AggState merged(specs[a]);
-      for (const auto& cpu : *slices)
-        merged.Merge(AggState::FromBytes(specs[a], cpu.data() + slot.offset, slot.size));
-      row.aggs.push_back(std::move(merged));
-    }
+    row.aggs = std::move(aggs);
     rs.rows.push_back(std::move(row));
-    if (clear) (void)const_cast<Map&>(map).Delete(key.data());
   }
   // Without keys there is always one row, even when nothing matched (as in the interpreter).
   if (plan_.keys.empty() && rs.rows.empty()) {
     Row row;
-    for (const auto& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
+    for (const auto& spec : specs) row.aggs.emplace_back(spec);
     rs.rows.push_back(std::move(row));
   }
   return rs;
@@ -192,14 +238,16 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, bool clear, uint64_t wind
 
 Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
   if (!maps_[kMapAggA]) return Error(Code::kInternal, "not an aggregate query");
-  if (!plan_.every_ns) return ReadMap(*maps_[kMapAggA], false, window_end_ns);
+  const Map* cache_a = maps_[kMapCacheA] ? &*maps_[kMapCacheA] : nullptr;
+  const Map* cache_b = maps_[kMapCacheB] ? &*maps_[kMapCacheB] : nullptr;
+  if (!plan_.every_ns) return ReadMap(*maps_[kMapAggA], cache_a, false, window_end_ns);
   // Flip the live window, let in-flight probe runs finish, then drain the idle one.
   uint32_t zero = 0;
   uint64_t next = ++window_;
   FAY_RETURN_IF_ERROR(maps_[kMapControl]->Update(&zero, &next));
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   const Map& idle = (next & 1) ? *maps_[kMapAggA] : *maps_[kMapAggB];
-  return ReadMap(idle, true, window_end_ns);
+  return ReadMap(idle, (next & 1) ? cache_a : cache_b, true, window_end_ns);
 }
 
 Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
@@ -238,6 +286,7 @@ RunStats LiveQuery::Stats() const {
     st.map_full += c[kStatMapFull];
     st.read_errors += c[kStatReadErrors];
   }
+  if (!gen_.counts_matched) st.events_matched = st.events_seen;
   return st;
 }
 

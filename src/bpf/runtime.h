@@ -45,8 +45,10 @@ class LiveQuery {
 
  private:
   LiveQuery(const Plan& plan) : plan_(plan) {}
+  Status LoadWith(const CodegenOptions& options);
   Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
-  Expected<ResultSet> ReadMap(const Map& map, bool clear, uint64_t window_end_ns);
+  Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear,
+                              uint64_t window_end_ns);
 
   const Plan& plan_;
   GeneratedQuery gen_;

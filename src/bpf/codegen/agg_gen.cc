@@ -223,6 +223,53 @@ void GenUpdate(Gen& g, const AggSlot& slot) {
   }
 }
 
+// Tries the direct-mapped per-CPU cache for the key at R9+0. On a hit jumps to `have` with
+// R0 = the states; on a collision falls through to the hash map. A free slot is claimed only
+// after the key has a place in the hash map, so the cache never holds more keys than
+// --max-keys allows and a full map is counted exactly as without the cache.
+void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
+  Emitter& e = g.e;
+  const int words = g.plan.key_size / 8;
+  Label miss = e.NewLabel(), claim = e.NewLabel(), hit = e.NewLabel(), inserted = e.NewLabel();
+  e.Comment("aggregation cache: slot = hash(key)");
+  e.MovImm(R1, 0);
+  for (int w = 0; w < words; ++w) {
+    e.Load(8, R2, R9, static_cast<int16_t>(8 * w));
+    e.Alu(BPF_XOR, R1, R2);
+    e.LdImm64(R2, 0x9e3779b97f4a7c15ULL);
+    e.Alu(BPF_MUL, R1, R2);
+  }
+  e.AluImm(BPF_RSH, R1, 64 - kCacheBits);
+  e.Store(4, R10, kFpKey, R1);
+  e.LdMap(R1, map);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, miss);
+  e.Load(8, R1, R0, 0);
+  e.JmpIfImm(BPF_JEQ, R1, 0, claim);
+  for (int w = 0; w < words; ++w) {
+    e.Load(8, R1, R0, static_cast<int16_t>(8 + 8 * w));
+    e.Load(8, R2, R9, static_cast<int16_t>(8 * w));
+    e.JmpIf(BPF_JNE, R1, R2, miss);
+  }
+  e.Jmp(hit);
+  e.Bind(claim);
+  e.Mov(R8, R0);
+  GenFindOrInsert(g, hash_map, inserted);
+  e.Bind(inserted);
+  e.StoreImm(8, R8, 0, 1);
+  for (int w = 0; w < words; ++w) {
+    e.Load(8, R2, R9, static_cast<int16_t>(8 * w));
+    e.Store(8, R8, static_cast<int16_t>(8 + 8 * w), R2);
+  }
+  e.Mov(R0, R8);
+  e.Bind(hit);
+  e.AluImm(BPF_ADD, R0, 8 + g.plan.key_size);
+  e.Jmp(have);
+  e.Bind(miss);
+}
+
 }  // namespace
 
 void GenBumpStat(Gen& g, StatIndex which) {
@@ -276,10 +323,13 @@ void GenAggregate(Gen& g) {
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
     e.Load(8, R1, R0, 0);
     e.JmpIfImm(BPF_JSET, R1, 1, use_b);
+    if (g.use_cache) GenCacheProbe(g, kMapCacheA, kMapAggA, have);
     GenFindOrInsert(g, kMapAggA, have);
     e.Bind(use_b);
+    if (g.use_cache) GenCacheProbe(g, kMapCacheB, kMapAggB, have);
     GenFindOrInsert(g, kMapAggB, have);
   } else {
+    if (g.use_cache) GenCacheProbe(g, kMapCacheA, kMapAggA, have);
     GenFindOrInsert(g, kMapAggA, have);
   }
   e.Bind(have);

@@ -29,6 +29,10 @@ enum MapId {
   kMapSysFilter,  // ARRAY[kMaxSyscalls] u32: syscall nr -> probe index + 1 (raw syscalls)
   kMapStacks,     // STACK_TRACE for ustack keys
   kMapRing,       // RINGBUF for select
+  kMapCacheA,     // PERCPU_ARRAY: direct-mapped aggregation cache in front of kMapAggA
+  kMapCacheB,     // the same for window B
+  kMapScopeGen,   // ARRAY[1] u64: bumped whenever the traced set changes
+  kMapScopeCache, // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
   kMapCount,
 };
 
@@ -46,6 +50,12 @@ constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
 constexpr uint32_t kRingBytes = 8 << 20;
+// The aggregation cache: kCacheSlots per CPU, each [u64 used][key][value]. A key whose slot is
+// taken by another key falls through to the hash map, so the cache never loses an update; it
+// only spares the common keys a hashed map lookup.
+constexpr int kCacheBits = 8;
+constexpr int kCacheSlots = 1 << kCacheBits;
+constexpr int kCacheMaxEntry = 256;
 
 struct MapDesc {
   bool used = false;
@@ -68,12 +78,17 @@ struct CodegenOptions {
   uint32_t self_tgid = 0;   // when not scoped, ignore this process (fay itself); 0 = none
   // Field offsets of sched:sched_process_fork (parent_pid, child_pid), read from tracefs.
   int fork_parent_off = 12, fork_child_off = 20;
+  // >= 0: read comm straight from the current task_struct (BTF pointer) at this offset,
+  // which is several times cheaper than bpf_get_current_comm.
+  int task_comm_offset = -1;
 };
 
 struct GeneratedQuery {
   MapDesc maps[kMapCount];
   std::vector<GeneratedProgram> programs;
   int scratch_entry_off = 0;  // where programs keep their entry copy inside the scratch value
+  bool uses_cache = false;    // aggregates also live in kMapCacheA/B
+  bool counts_matched = false;  // false: every seen event matches (no where, no sample)
 };
 
 Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options);

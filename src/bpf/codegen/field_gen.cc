@@ -139,6 +139,15 @@ void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
   e.AluImm(BPF_ADD, R1, off);
   switch (f.source) {
     case FieldSource::kComm:
+      if (g.options.task_comm_offset >= 0 && cap >= 16) {
+        // task->comm is NUL-padded by the kernel, so two word loads give a canonical key.
+        e.Call(BPF_FUNC_get_current_task_btf);
+        for (int w = 0; w < 2; ++w) {
+          e.Load(8, R1, R0, static_cast<int16_t>(g.options.task_comm_offset + 8 * w));
+          e.Store(8, R9, static_cast<int16_t>(off + 8 * w), R1);
+        }
+        return;
+      }
       e.MovImm(R2, std::min(cap, 16));
       e.Call(BPF_FUNC_get_current_comm);
       return;

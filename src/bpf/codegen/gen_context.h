@@ -5,7 +5,8 @@
 //   R7  the result of the integer expression being generated
 //   R8  the aggregate value / ring-buffer record being written
 //   R9  the per-CPU scratch value: key at 0, entry copy, then string buffers
-// Stack: fp-8 is a helper key slot, fp-16 holds the probe index, temporaries grow below.
+// Stack: fp-8 is a helper key slot, fp-16 holds the probe index, fp-24 the tgid during the scope
+// check; temporaries grow below.
 #pragma once
 
 #include <string>
@@ -17,7 +18,8 @@ namespace fay::bpf {
 
 constexpr int16_t kFpKey = -8;
 constexpr int16_t kFpProbe = -16;
-constexpr int16_t kFpTempBase = -24;
+constexpr int16_t kFpTgid = -24;
+constexpr int16_t kFpTempBase = -32;
 
 class Gen {
  public:
@@ -31,13 +33,14 @@ class Gen {
   Emitter e;
   const int entry_off;   // entry copy inside scratch
   bool has_entry = false;  // fields come from the scratch entry copy (exit programs)
+  bool use_cache = false;  // aggregate through the per-CPU direct-mapped cache
   Label exit_label;
 
   // 8-byte stack temporaries, allocated and released in LIFO order.
   int16_t AllocTemp() {
     int16_t off = static_cast<int16_t>(kFpTempBase - 8 * temps_);
     ++temps_;
-    if (8 * temps_ + 24 > 512) Fail("expression too deep for the 512-byte eBPF stack");
+    if (8 * temps_ + 32 > 512) Fail("expression too deep for the 512-byte eBPF stack");
     return off;
   }
   void FreeTemp() { --temps_; }

@@ -47,15 +47,54 @@ void GenSyscallFilter(Gen& g) {
 void GenScope(Gen& g) {
   Emitter& e = g.e;
   if (g.options.scoped) {
-    e.Comment("scope: is this process in the traced tree?");
+    // The traced set changes rarely, so each CPU remembers its last answer together with the
+    // set's generation; only a new process or a changed set costs a hash lookup.
+    Label slow = e.NewLabel(), in_scope = e.NewLabel();
+    e.Comment("scope: is this process in the traced tree? (per-CPU cached)");
     e.Call(BPF_FUNC_get_current_pid_tgid);
     e.AluImm(BPF_RSH, R0, 32);
-    e.Store(4, R10, kFpKey, R0);
-    e.LdMap(R1, kMapScope);
+    e.Store(8, R10, kFpTgid, R0);
+    e.StoreImm(4, R10, kFpKey, 0);
+    e.LdMap(R1, kMapScopeGen);
     e.Mov(R2, R10);
     e.AluImm(BPF_ADD, R2, kFpKey);
     e.Call(BPF_FUNC_map_lookup_elem);
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+    e.Load(8, R8, R0, 0);  // generation
+    e.LdMap(R1, kMapScopeCache);
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, kFpKey);
+    e.Call(BPF_FUNC_map_lookup_elem);
+    e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+    e.Mov(R7, R0);  // cache entry: [u64 tgid + 1][u64 generation][u64 verdict]
+    e.Load(8, R1, R7, 0);
+    e.Load(8, R2, R10, kFpTgid);
+    e.AluImm(BPF_ADD, R2, 1);
+    e.JmpIf(BPF_JNE, R1, R2, slow);
+    e.Load(8, R1, R7, 8);
+    e.JmpIf(BPF_JNE, R1, R8, slow);
+    e.Load(8, R1, R7, 16);
+    e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+    e.Jmp(in_scope);
+    e.Bind(slow);
+    e.Load(8, R1, R10, kFpTgid);
+    e.Store(4, R10, kFpKey, R1);
+    e.LdMap(R1, kMapScope);
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, kFpKey);
+    e.Call(BPF_FUNC_map_lookup_elem);
+    e.MovImm(R3, 0);
+    Label store = e.NewLabel();
+    e.JmpIfImm(BPF_JEQ, R0, 0, store);
+    e.MovImm(R3, 1);
+    e.Bind(store);
+    e.Load(8, R1, R10, kFpTgid);
+    e.AluImm(BPF_ADD, R1, 1);
+    e.Store(8, R7, 0, R1);
+    e.Store(8, R7, 8, R8);
+    e.Store(8, R7, 16, R3);
+    e.JmpIfImm(BPF_JEQ, R3, 0, g.exit_label);
+    e.Bind(in_scope);
   } else if (g.options.self_tgid) {
     e.Comment("skip fay's own events");
     e.Call(BPF_FUNC_get_current_pid_tgid);
@@ -149,11 +188,25 @@ void GenMainBody(Gen& g) {
     e.JmpIfImm(BPF_JEQ, R7, 0, g.exit_label);
   }
   GenSample(g);
-  GenBumpStat(g, kStatMatched);
+  // Without a filter every seen event matches; user space copies the count.
+  if (g.plan.predicate || g.plan.sample_num < g.plan.sample_den) GenBumpStat(g, kStatMatched);
   if (g.plan.mode == PlanMode::kAggregate)
     GenAggregate(g);
   else
     GenSelect(g);
+}
+
+// Invalidates every CPU's scope cache.
+void GenBumpScopeGen(Gen& g) {
+  Emitter& e = g.e;
+  e.StoreImm(4, R10, kFpKey, 0);
+  e.LdMap(R1, kMapScopeGen);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.MovImm(R1, 1);
+  e.AtomicAdd64(R0, 0, R1);
 }
 
 void GenScopeFork(Gen& g) {
@@ -177,6 +230,7 @@ void GenScopeFork(Gen& g) {
   e.AluImm(BPF_ADD, R3, kFpProbe);
   e.MovImm(R4, BPF_ANY);
   e.Call(BPF_FUNC_map_update_elem);
+  GenBumpScopeGen(g);
 }
 
 void GenScopeExit(Gen& g) {
@@ -188,6 +242,8 @@ void GenScopeExit(Gen& g) {
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpKey);
   e.Call(BPF_FUNC_map_delete_elem);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  GenBumpScopeGen(g);
 }
 
 bpf_prog_type ProgType(AttachKind k) {
@@ -200,8 +256,9 @@ bpf_prog_type ProgType(AttachKind k) {
 
 Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& options,
                                       const Attachment& attach, int entry_off, int str_base,
-                                      int n) {
+                                      int n, bool use_cache) {
   Gen g(plan, options, attach, entry_off);
+  g.use_cache = use_cache;
   g.set_str_base(str_base);
   Emitter& e = g.e;
   g.exit_label = e.NewLabel();
@@ -271,7 +328,21 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   }
   if (plan.needs_exit)
     set(kMapEntry, BPF_MAP_TYPE_LRU_HASH, "fay_entry", 8, kEntryValueSize, 65536);
-  if (options.scoped) set(kMapScope, BPF_MAP_TYPE_HASH, "fay_scope", 4, 1, 65536);
+  if (options.scoped) {
+    set(kMapScope, BPF_MAP_TYPE_HASH, "fay_scope", 4, 1, 65536);
+    set(kMapScopeGen, BPF_MAP_TYPE_ARRAY, "fay_scope_gen", 4, 8, 1);
+    set(kMapScopeCache, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scope_cache", 4, 24, 1);
+  }
+  q.counts_matched = plan.predicate || plan.sample_num < plan.sample_den;
+  // Small keys and states go through the per-CPU cache; big ones (histograms, sketches)
+  // would make it too large to be worth it.
+  int cache_entry = 8 + plan.key_size + plan.value_size;
+  q.uses_cache = plan.mode == PlanMode::kAggregate && cache_entry <= kCacheMaxEntry;
+  if (q.uses_cache) {
+    set(kMapCacheA, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_cache_a", 4, cache_entry, kCacheSlots);
+    if (plan.every_ns)
+      set(kMapCacheB, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_cache_b", 4, cache_entry, kCacheSlots);
+  }
   if (plan.use_raw_syscalls)
     set(kMapSysFilter, BPF_MAP_TYPE_ARRAY, "fay_sysfilter", 4, 4, kMaxSyscalls);
   if (UsesStacks(plan))
@@ -286,7 +357,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   }
   int n = 0;
   for (const auto& a : attachments) {
-    FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(plan, options, a, entry_off, str_base, n++));
+    FAY_ASSIGN_OR_RETURN(auto prog,
+                         GenProgram(plan, options, a, entry_off, str_base, n++, q.uses_cache));
     q.programs.push_back(std::move(prog));
   }
   return q;

@@ -1,0 +1,16 @@
+// Offsets of kernel struct members, from the running kernel's BTF. Lets generated code read
+// fields such as task_struct.comm directly instead of through a slower helper.
+#pragma once
+
+#include "common/status.h"
+#include "query/plan.h"
+
+namespace fay::bpf {
+
+// Byte offset of task_struct.comm; kNotFound when the kernel has no BTF.
+Expected<int> TaskCommOffset();
+
+// Whether any expression of the plan reads `comm` (the only reason to pay for parsing BTF).
+bool PlanReadsComm(const Plan& plan);
+
+}  // namespace fay::bpf
