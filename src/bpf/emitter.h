@@ -90,10 +90,14 @@ class Emitter {
  private:
   static uint8_t SizeBits(int size) {
     switch (size) {
-      case 1: return BPF_B;
-      case 2: return BPF_H;
-      case 4: return BPF_W;
-      default: return BPF_DW;
+      case 1:
+        return BPF_B;
+      case 2:
+        return BPF_H;
+      case 4:
+        return BPF_W;
+      default:
+        return BPF_DW;
     }
   }
   void Raw(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {

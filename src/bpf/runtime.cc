@@ -1,8 +1,8 @@
 #include "bpf/runtime.h"
 
 #include <dirent.h>
-#include <linux/perf_event.h>
 #include <fmt/format.h>
+#include <linux/perf_event.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -22,8 +22,8 @@ Expected<int> TracepointId(const std::string& category, const std::string& name)
   std::ifstream in(root + "/events/" + category + "/" + name + "/id");
   int id = -1;
   if (!(in >> id))
-    return Error(Code::kNotFound, fmt::format("tracepoint {}:{} not found under {}/events",
-                                              category, name, root));
+    return Error(Code::kNotFound,
+                 fmt::format("tracepoint {}:{} not found under {}/events", category, name, root));
   return id;
 }
 
@@ -46,7 +46,7 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
 }  // namespace
 
 Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
-                                                      const CodegenOptions& options) {
+                                                     const CodegenOptions& options) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
   CodegenOptions opts = options;
   if (opts.task_comm_offset < 0 && PlanReadsComm(plan)) {
@@ -96,11 +96,11 @@ Status LiveQuery::LoadWith(const CodegenOptions& options) {
   return Status::Ok();
 }
 
-Status LiveQuery::AddScopePid(pid_t pid) {
+Status LiveQuery::AddScopePid(pid_t pid, bool pending_exec) {
   if (!maps_[kMapScope]) return Status::Ok();
   uint32_t key = static_cast<uint32_t>(pid);
-  uint8_t one = 1;
-  FAY_RETURN_IF_ERROR(maps_[kMapScope]->Update(&key, &one));
+  uint8_t state = pending_exec ? kScopePendingExec : kScopeActive;
+  FAY_RETURN_IF_ERROR(maps_[kMapScope]->Update(&key, &state));
   for (pid_t c : ChildrenOf(pid)) FAY_RETURN_IF_ERROR(AddScopePid(c));
   return Status::Ok();
 }
@@ -111,7 +111,8 @@ Status LiveQuery::Attach() {
   std::vector<size_t> order;
   for (size_t i = 0; i < gen_.programs.size(); ++i)
     if (gen_.programs[i].attach.role == ProgRole::kScopeFork ||
-        gen_.programs[i].attach.role == ProgRole::kScopeExit)
+        gen_.programs[i].attach.role == ProgRole::kScopeExit ||
+        gen_.programs[i].attach.role == ProgRole::kScopeExec)
       order.push_back(i);
   for (size_t i = 0; i < gen_.programs.size(); ++i)
     if (gen_.programs[i].attach.role == ProgRole::kEntry) order.push_back(i);
@@ -165,15 +166,16 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
     const uint8_t* p = data + s.offset;
     int64_t v;
     std::memcpy(&v, p, 8);
-    bool name_field = s.expr->kind == ExprKind::kField &&
-                      (s.expr->name == "probe" || s.expr->name == "func");
+    bool name_field =
+        s.expr->kind == ExprKind::kField && (s.expr->name == "probe" || s.expr->name == "func");
     if (name_field) {
       if (v < 0 || v >= static_cast<int64_t>(plan_.probes.size()))
         return Error(Code::kInternal, "probe index out of range in a kernel record");
       const ProbeInfo& pi = plan_.probes[v];
       out.emplace_back(s.expr->name == "func" ? pi.symbol : pi.name);
     } else if (s.type.kind == TypeKind::kString) {
-      out.emplace_back(std::string(reinterpret_cast<const char*>(p), strnlen(reinterpret_cast<const char*>(p), s.size)));
+      out.emplace_back(std::string(reinterpret_cast<const char*>(p),
+                                   strnlen(reinterpret_cast<const char*>(p), s.size)));
     } else if (s.type.kind == TypeKind::kStack) {
       Stack st;
       if (v >= 0 && maps_[kMapStacks]) {

@@ -25,11 +25,11 @@ class LiveQuery {
   using RowCallback = std::function<void(std::vector<Value> row, int probe_index)>;
 
   // Creates the maps and loads (verifies) every program; attaches nothing yet.
-  static Expected<std::unique_ptr<LiveQuery>> Load(const Plan& plan,
-                                                    const CodegenOptions& options);
+  static Expected<std::unique_ptr<LiveQuery>> Load(const Plan& plan, const CodegenOptions& options);
 
   // Adds a process (and, with descendants, its live children) to the traced tree.
-  Status AddScopePid(pid_t pid);
+  // `pending_exec`: the process only counts once it has exec'd (a `-c` child held before exec).
+  Status AddScopePid(pid_t pid, bool pending_exec = false);
   Status Attach();
   void Detach();
 
@@ -47,8 +47,7 @@ class LiveQuery {
   LiveQuery(const Plan& plan) : plan_(plan) {}
   Status LoadWith(const CodegenOptions& options);
   Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
-  Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear,
-                              uint64_t window_end_ns);
+  Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear, uint64_t window_end_ns);
 
   const Plan& plan_;
   GeneratedQuery gen_;

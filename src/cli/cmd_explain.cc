@@ -19,10 +19,14 @@ struct ExplainOptions {
 
 const char* ProgTypeName(bpf_prog_type t) {
   switch (t) {
-    case BPF_PROG_TYPE_TRACEPOINT: return "tracepoint";
-    case BPF_PROG_TYPE_KPROBE: return "kprobe (uprobe)";
-    case BPF_PROG_TYPE_PERF_EVENT: return "perf_event";
-    default: return "?";
+    case BPF_PROG_TYPE_TRACEPOINT:
+      return "tracepoint";
+    case BPF_PROG_TYPE_KPROBE:
+      return "kprobe (uprobe)";
+    case BPF_PROG_TYPE_PERF_EVENT:
+      return "perf_event";
+    default:
+      return "?";
   }
 }
 
@@ -51,10 +55,8 @@ int RunExplain(const ExplainOptions& opt) {
       fmt::print("  {:<14} type {:>2}  key {:>3}  value {:>5}  entries {}\n", m.name,
                  static_cast<int>(m.type), m.key_size, m.value_size, m.max_entries);
   for (const auto& p : gen->programs) {
-    fmt::print("\nprogram {} ({}, {} instructions)", p.name, ProgTypeName(p.type),
-               p.insns.size());
-    if (!p.attach.category.empty())
-      fmt::print(" at {}:{}", p.attach.category, p.attach.name);
+    fmt::print("\nprogram {} ({}, {} instructions)", p.name, ProgTypeName(p.type), p.insns.size());
+    if (!p.attach.category.empty()) fmt::print(" at {}:{}", p.attach.category, p.attach.name);
     fmt::print("\n{}", bpf::Disassemble(p.insns, p.comments));
   }
   return 0;

@@ -40,7 +40,9 @@ uint64_t NowNs(clockid_t clock) {
 }
 
 int Fail(const Status& st) {
-  fmt::print(stderr, "{}{}\n", st.code() == Code::kInvalidArgument && st.message().rfind("query:", 0) == 0 ? "" : "fay: ", st.message());
+  // Query diagnostics carry their own "query:L:C:" location; everything else gets "fay:".
+  bool located = st.message().rfind("query:", 0) == 0;
+  fmt::print(stderr, "{}{}\n", located ? "" : "fay: ", st.message());
   return 1;
 }
 
@@ -91,7 +93,8 @@ int RunQuery(const QueryOptions& opt) {
     auto c = HeldChild::Spawn(*argv);
     if (!c.ok()) return Fail(c.status());
     child = std::move(c).value();
-    if (Status st = (*live)->AddScopePid(child->pid()); !st.ok()) return Fail(st);
+    if (Status st = (*live)->AddScopePid(child->pid(), /*pending_exec=*/true); !st.ok())
+      return Fail(st);
   }
   int pidfd = -1;
   if (opt.pid) {
@@ -118,6 +121,7 @@ int RunQuery(const QueryOptions& opt) {
   uint64_t start = NowNs(CLOCK_MONOTONIC);
   uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
   uint64_t next_window = p.every_ns ? start + p.every_ns : 0;
+  uint64_t last_window = start;
   int exit_code = 0;
   bool stop = false;
   bool child_done = false;
@@ -153,12 +157,13 @@ int RunQuery(const QueryOptions& opt) {
       sink->Flush();
     }
     now = NowNs(CLOCK_MONOTONIC);
-    if (next_window && now >= next_window && !stop) {
+    if (next_window && now >= next_window && (!stop || (deadline && now >= deadline))) {
       auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
       if (!rs.ok()) return Fail(rs.status());
       sink->Window(p, *rs);
       sink->Flush();
       next_window += p.every_ns;
+      last_window = now;
     }
     if (deadline && now >= deadline) stop = true;
   }
@@ -168,7 +173,8 @@ int RunQuery(const QueryOptions& opt) {
   if (p.mode == PlanMode::kSelect) {
     auto n = (*live)->PollEvents(-1, on_row);
     if (!n.ok()) return Fail(n.status());
-  } else {
+  } else if (!p.every_ns || NowNs(CLOCK_MONOTONIC) - last_window > p.every_ns / 10) {
+    // The last, partial window is printed unless `for` ended right on a window boundary.
     auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
     if (!rs.ok()) return Fail(rs.status());
     sink->Window(p, *rs);

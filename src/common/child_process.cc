@@ -48,7 +48,9 @@ Expected<std::vector<std::string>> SplitCommand(const std::string& cmd) {
   return out;
 }
 
-HeldChild::HeldChild(HeldChild&& o) noexcept { *this = std::move(o); }
+HeldChild::HeldChild(HeldChild&& o) noexcept {
+  *this = std::move(o);
+}
 
 HeldChild& HeldChild::operator=(HeldChild&& o) noexcept {
   std::swap(pid_, o.pid_);

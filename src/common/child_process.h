@@ -31,8 +31,8 @@ class HeldChild {
 
  private:
   pid_t pid_ = -1;
-  int go_fd_ = -1;    // parent writes one byte to release
-  int err_fd_ = -1;   // child writes errno if exec fails; EOF on success (close-on-exec)
+  int go_fd_ = -1;   // parent writes one byte to release
+  int err_fd_ = -1;  // child writes errno if exec fails; EOF on success (close-on-exec)
   bool released_ = false;
   bool reaped_ = false;
   std::string program_;

@@ -40,7 +40,9 @@ class Status {
   std::string message_;
 };
 
-inline Status Error(Code code, std::string message) { return Status(code, std::move(message)); }
+inline Status Error(Code code, std::string message) {
+  return Status(code, std::move(message));
+}
 // For a failed syscall: "what: strerror(errno)".
 Status ErrnoError(const std::string& what, int err = errno);
 
@@ -71,10 +73,10 @@ class Expected {
 #define FAY_CONCAT(a, b) FAY_CONCAT_INNER(a, b)
 
 // Propagates a non-ok Status out of the enclosing function.
-#define FAY_RETURN_IF_ERROR(expr)           \
-  do {                                      \
-    ::fay::Status _st = (expr);             \
-    if (!_st.ok()) return _st;              \
+#define FAY_RETURN_IF_ERROR(expr) \
+  do {                            \
+    ::fay::Status _st = (expr);   \
+    if (!_st.ok()) return _st;    \
   } while (0)
 
 // FAY_ASSIGN_OR_RETURN(auto x, MakeX()); declares x from an Expected or propagates its error.

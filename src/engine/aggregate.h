@@ -39,12 +39,12 @@ class AggState {
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
   // Scalar views, for sorting and printing.
-  uint64_t Count() const;      // count / avg's n / total of a histogram
-  int64_t Scalar() const;      // count, sum, min, max, avg (truncated), quantile, distinct
+  uint64_t Count() const;  // count / avg's n / total of a histogram
+  int64_t Scalar() const;  // count, sum, min, max, avg (truncated), quantile, distinct
   double Average() const;
   int64_t QuantileValue() const;
   uint64_t DistinctEstimate() const;
-  bool Empty() const;          // min/max/avg with no value
+  bool Empty() const;  // min/max/avg with no value
 
   bool operator==(const AggState& o) const;
 

@@ -17,15 +17,15 @@ using Value = std::variant<int64_t, std::string, Stack>;
 
 // One event as the interpreter sees it: a value for each field of its probe.
 struct Event {
-  int probe_index = 0;           // into Plan::probes
-  std::vector<Value> values;     // parallel to ProbeInfo::fields
+  int probe_index = 0;        // into Plan::probes
+  std::vector<Value> values;  // parallel to ProbeInfo::fields
   // For user_ptr fields: the string str() reads at that address (empty when unreadable).
   std::vector<std::string> user_strings;  // parallel to ProbeInfo::fields; may be empty
 };
 
 struct Row {
-  std::vector<Value> keys;       // parallel to Plan::keys
-  std::vector<AggState> aggs;    // parallel to Plan::aggs
+  std::vector<Value> keys;     // parallel to Plan::keys
+  std::vector<AggState> aggs;  // parallel to Plan::aggs
 };
 
 // The aggregated result of one window.

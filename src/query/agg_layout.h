@@ -18,12 +18,14 @@ namespace fay {
 
 constexpr int kHistSlots = 66;  // [0] negative, [1] zero, [2 + k] for v in [2^k, 2^(k+1))
 constexpr int kQuantSubBits = 4;
-constexpr int kQuantSub = 1 << kQuantSubBits;                   // 16 linear sub-buckets
+constexpr int kQuantSub = 1 << kQuantSubBits;                              // 16 linear sub-buckets
 constexpr int kQuantSlots = kQuantSub + (64 - kQuantSubBits) * kQuantSub;  // 976
 constexpr int kHllBits = 10;
 constexpr int kHllRegs = 1 << kHllBits;  // 1024 one-byte registers
 
-inline int Log2Floor(uint64_t v) { return 63 - __builtin_clzll(v); }  // v > 0
+inline int Log2Floor(uint64_t v) {
+  return 63 - __builtin_clzll(v);
+}  // v > 0
 
 inline int HistIndex(int64_t v) {
   if (v < 0) return 0;
@@ -63,7 +65,9 @@ inline uint64_t Mix64(uint64_t x) {
 }
 // HLL register index is the top kHllBits of the hash; the rank is 1 + the number of leading
 // zeros of the remaining bits (capped at 64 - kHllBits + 1).
-inline int HllIndex(uint64_t h) { return static_cast<int>(h >> (64 - kHllBits)); }
+inline int HllIndex(uint64_t h) {
+  return static_cast<int>(h >> (64 - kHllBits));
+}
 inline int HllRank(uint64_t h) {
   uint64_t rest = h << kHllBits;
   if (rest == 0) return 64 - kHllBits + 1;

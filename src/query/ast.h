@@ -65,10 +65,10 @@ enum class AggFunc { kCount, kSum, kMin, kMax, kAvg, kHist, kLhist, kQuantile, k
 
 struct AggItem {
   AggFunc func = AggFunc::kCount;
-  ExprPtr arg;               // null for count()
+  ExprPtr arg;                       // null for count()
   int64_t lo = 0, hi = 0, step = 0;  // lhist
-  double q = 0;              // quantile, 0 < q <= 1 (e.g. 0.99)
-  std::string name;          // output name: the alias, else the function name ("count", "hist")
+  double q = 0;                      // quantile, 0 < q <= 1 (e.g. 0.99)
+  std::string name;  // output name: the alias, else the function name ("count", "hist")
   SourceRange range;
 };
 

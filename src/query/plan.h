@@ -31,24 +31,25 @@ enum class PlanMode { kAggregate, kSelect };
 
 // How a probe gets attached. A program is generated per attachment.
 enum class AttachKind {
-  kTracepoint,       // perf_event tracepoint (tp_category/tp_name or exit name)
-  kRawSyscalls,      // raw_syscalls:sys_enter / sys_exit shared by many syscall probes
-  kUprobe,           // perf_event uprobe; is_return for uretprobe
-  kPerfSoftware,     // cpu-clock sampling (profile) or timer (interval)
+  kTracepoint,    // perf_event tracepoint (tp_category/tp_name or exit name)
+  kRawSyscalls,   // raw_syscalls:sys_enter / sys_exit shared by many syscall probes
+  kUprobe,        // perf_event uprobe; is_return for uretprobe
+  kPerfSoftware,  // cpu-clock sampling (profile) or timer (interval)
 };
 
 enum class ProgRole {
-  kMain,      // evaluates the pipeline at this point
-  kEntry,     // syscall/uprobe entry that only records entry state for a kMain at exit
+  kMain,       // evaluates the pipeline at this point
+  kEntry,      // syscall/uprobe entry that only records entry state for a kMain at exit
   kScopeFork,  // sched_process_fork: extends the traced process set to children
   kScopeExit,  // sched_process_exit: shrinks it
+  kScopeExec,  // sched_process_exec: a `-c` command becomes traced once it has exec'd
 };
 
 struct Attachment {
   AttachKind kind = AttachKind::kTracepoint;
   ProgRole role = ProgRole::kMain;
-  int probe_index = -1;  // into Plan::probes; -1 when shared (raw syscalls, scope tracking)
-  bool is_exit = false;  // syscall exit / uretprobe
+  int probe_index = -1;        // into Plan::probes; -1 when shared (raw syscalls, scope tracking)
+  bool is_exit = false;        // syscall exit / uretprobe
   std::string category, name;  // tracepoint
 };
 
@@ -61,11 +62,11 @@ struct Plan {
   std::vector<ExprPtr> owned;       // synthesized expressions (e.g. the && of several wheres)
   uint64_t sample_num = 1, sample_den = 1;  // keep with probability num/den
   PlanMode mode = PlanMode::kAggregate;
-  std::vector<Slot> keys;    // kAggregate: the `by` keys; kSelect: the selected columns
-  int key_size = 0;          // bytes; 8 when there are no keys (a single zero key)
+  std::vector<Slot> keys;  // kAggregate: the `by` keys; kSelect: the selected columns
+  int key_size = 0;        // bytes; 8 when there are no keys (a single zero key)
   std::vector<AggSlot> aggs;
   int value_size = 0;
-  bool needs_exit = false;   // a syscall probe needs ret/errno/latency, or uprobe latency
+  bool needs_exit = false;        // a syscall probe needs ret/errno/latency, or uprobe latency
   bool use_raw_syscalls = false;  // many syscall probes share raw_syscalls programs
   std::vector<Attachment> attachments;
   uint32_t max_keys = 10240;

@@ -7,15 +7,24 @@ namespace {
 
 const char* AggName(AggFunc f) {
   switch (f) {
-    case AggFunc::kCount: return "count";
-    case AggFunc::kSum: return "sum";
-    case AggFunc::kMin: return "min";
-    case AggFunc::kMax: return "max";
-    case AggFunc::kAvg: return "avg";
-    case AggFunc::kHist: return "hist";
-    case AggFunc::kLhist: return "lhist";
-    case AggFunc::kQuantile: return "quantile";
-    case AggFunc::kDistinct: return "distinct";
+    case AggFunc::kCount:
+      return "count";
+    case AggFunc::kSum:
+      return "sum";
+    case AggFunc::kMin:
+      return "min";
+    case AggFunc::kMax:
+      return "max";
+    case AggFunc::kAvg:
+      return "avg";
+    case AggFunc::kHist:
+      return "hist";
+    case AggFunc::kLhist:
+      return "lhist";
+    case AggFunc::kQuantile:
+      return "quantile";
+    case AggFunc::kDistinct:
+      return "distinct";
   }
   return "?";
 }
@@ -24,6 +33,7 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
   std::string role = a.role == ProgRole::kEntry       ? "entry"
                      : a.role == ProgRole::kScopeFork ? "scope-fork"
                      : a.role == ProgRole::kScopeExit ? "scope-exit"
+                     : a.role == ProgRole::kScopeExec ? "scope-exec"
                                                       : "main";
   switch (a.kind) {
     case AttachKind::kTracepoint:
@@ -51,14 +61,20 @@ std::string DescribePlan(const Plan& plan) {
   out += fmt::format("    probes: {}\n", plan.probes.size());
   for (const auto& a : plan.attachments) out += "      attach " + AttachText(plan, a) + "\n";
   if (plan.use_raw_syscalls)
-    out += "      (many syscalls: one raw_syscalls program pair, syscall number -> probe index through fay_sysfilter)\n";
+    out +=
+        "      (many syscalls: one raw_syscalls program pair, syscall number -> probe index "
+        "through fay_sysfilter)\n";
   if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
-  if (plan.predicate) out += fmt::format("    where {}\n", plan.predicate->text.empty() ? "<conjunction>" : plan.predicate->text);
+  if (plan.predicate)
+    out += fmt::format("    where {}\n",
+                       plan.predicate->text.empty() ? "<conjunction>" : plan.predicate->text);
   if (plan.sample_den > 1 || plan.sample_num != plan.sample_den)
-    out += fmt::format("    sample {}/{} (bpf_get_prandom_u32)\n", plan.sample_num, plan.sample_den);
+    out +=
+        fmt::format("    sample {}/{} (bpf_get_prandom_u32)\n", plan.sample_num, plan.sample_den);
   if (plan.mode == PlanMode::kAggregate) {
-    out += fmt::format("    aggregate into a per-CPU hash: key {} bytes, value {} bytes, {} keys max\n",
-                       plan.key_size, plan.value_size, plan.max_keys);
+    out += fmt::format(
+        "    aggregate into a per-CPU hash: key {} bytes, value {} bytes, {} keys max\n",
+        plan.key_size, plan.value_size, plan.max_keys);
     for (const auto& k : plan.keys)
       out += fmt::format("      key   {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
                          k.offset, k.size);

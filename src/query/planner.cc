@@ -10,7 +10,9 @@
 namespace fay {
 namespace {
 
-int RoundUp8(int n) { return (n + 7) & ~7; }
+int RoundUp8(int n) {
+  return (n + 7) & ~7;
+}
 
 // Bytes a key or selected column takes in the probe's key struct or record.
 int SlotSize(const Expr& e) {
@@ -109,8 +111,8 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
           if (plan.needs_exit) {
             plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kEntry, -1, false,
                                         "raw_syscalls", "sys_enter"});
-            plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kMain, -1, true,
-                                        "raw_syscalls", "sys_exit"});
+            plan.attachments.push_back(
+                {AttachKind::kRawSyscalls, ProgRole::kMain, -1, true, "raw_syscalls", "sys_exit"});
           } else {
             plan.attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kMain, -1, false,
                                         "raw_syscalls", "sys_enter"});
@@ -120,8 +122,8 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
         if (plan.needs_exit) {
           plan.attachments.push_back(
               {AttachKind::kTracepoint, ProgRole::kEntry, idx, false, p.tp_category, p.tp_name});
-          plan.attachments.push_back({AttachKind::kTracepoint, ProgRole::kMain, idx, true,
-                                      p.tp_category, p.exit_tp_name});
+          plan.attachments.push_back(
+              {AttachKind::kTracepoint, ProgRole::kMain, idx, true, p.tp_category, p.exit_tp_name});
         } else {
           plan.attachments.push_back(
               {AttachKind::kTracepoint, ProgRole::kMain, idx, false, p.tp_category, p.tp_name});
@@ -141,7 +143,8 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
         break;
       case ProbeKind::kInterval:
       case ProbeKind::kProfile:
-        plan.attachments.push_back({AttachKind::kPerfSoftware, ProgRole::kMain, idx, false, "", ""});
+        plan.attachments.push_back(
+            {AttachKind::kPerfSoftware, ProgRole::kMain, idx, false, "", ""});
         break;
     }
   }
@@ -255,6 +258,20 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
                              plan.value_size));
 
   plan.needs_exit = UsesExitFields(plan);
+  // At a uretprobe the argument registers hold whatever the function left there: arguments
+  // must be remembered at entry.
+  auto uses_args = [&] {
+    bool uses = false;
+    auto check = [&](const Expr& e) {
+      if (e.kind == ExprKind::kField && e.name.rfind("arg", 0) == 0) uses = true;
+    };
+    VisitExpr(plan.predicate, check);
+    for (const auto& k : plan.keys) VisitExpr(k.expr, check);
+    for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+    return uses;
+  };
+  for (const auto& p : plan.probes)
+    if (p.kind == ProbeKind::kUretprobe && uses_args()) plan.needs_exit = true;
   for (const auto& p : plan.probes)
     if (p.kind == ProbeKind::kUretprobe && UsesLatency(plan)) plan.needs_exit = true;
   PlanAttachments(plan, options);

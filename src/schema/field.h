@@ -32,9 +32,9 @@ std::string TypeName(const Type& t);
 // Where a field's value comes from at run time.
 enum class FieldSource {
   // Common fields, from helpers.
-  kTime,   // ns, CLOCK_MONOTONIC (bpf_ktime_get_ns)
+  kTime,  // ns, CLOCK_MONOTONIC (bpf_ktime_get_ns)
   kCpu,
-  kPid,    // tgid
+  kPid,  // tgid
   kTid,
   kUid,
   kComm,   // string[16]
@@ -59,9 +59,9 @@ struct Field {
   std::string name;  // as written in queries: "pid", "args.filename", "ret", "arg0"
   Type type;
   FieldSource source = FieldSource::kCtx;
-  int offset = 0;  // kCtx/kDataLoc: byte offset in the record
-  int size = 8;    // kCtx: bytes to load (1, 2, 4 or 8)
-  int index = 0;   // kUprobeArg: argument position; syscall args: position 0..5
+  int offset = 0;      // kCtx/kDataLoc: byte offset in the record
+  int size = 8;        // kCtx: bytes to load (1, 2, 4 or 8)
+  int index = 0;       // kUprobeArg: argument position; syscall args: position 0..5
   std::string c_type;  // the type as the kernel format file spells it, for `fay probes`
 };
 

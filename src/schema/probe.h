@@ -27,8 +27,8 @@ struct ProbeInfo {
   int syscall_nr = -1;  // x86-64 number, for kSyscall
 
   // kUprobe/kUretprobe.
-  std::string path;      // absolute path of the ELF file
-  std::string symbol;    // the matched symbol name
+  std::string path;          // absolute path of the ELF file
+  std::string symbol;        // the matched symbol name
   uint64_t file_offset = 0;  // offset of the symbol in the file, for perf_event uprobe attach
 
   uint64_t period_ns = 0;  // kInterval

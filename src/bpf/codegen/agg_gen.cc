@@ -295,8 +295,8 @@ void GenBuildKey(Gen& g) {
   }
   for (const Slot& s : g.plan.keys) {
     e.Comment(fmt::format("key {} at +{}", s.name, s.offset));
-    bool name_field = s.expr->kind == ExprKind::kField &&
-                      (s.expr->name == "probe" || s.expr->name == "func");
+    bool name_field =
+        s.expr->kind == ExprKind::kField && (s.expr->name == "probe" || s.expr->name == "func");
     if (s.type.kind == TypeKind::kString && !name_field) {
       for (int w = 0; w < s.size / 8; ++w)
         e.StoreImm(8, R9, static_cast<int16_t>(s.offset + 8 * w), 0);

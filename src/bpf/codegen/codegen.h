@@ -18,21 +18,21 @@ namespace fay::bpf {
 
 // Fixed map slots; an unused map is not created.
 enum MapId {
-  kMapStats = 0,  // PERCPU_ARRAY[1] of kStatCount u64 counters
-  kMapAggA,       // PERCPU_HASH key -> aggregate states (window A)
-  kMapAggB,       // the same, window B (only with `every`)
-  kMapControl,    // ARRAY[1] u64: bit 0 selects the active window
-  kMapZero,       // ARRAY[1] of zeroed aggregate states: the template for new keys
-  kMapScratch,    // PERCPU_ARRAY[1]: key, entry copy and string buffers (bigger than the stack)
-  kMapEntry,      // HASH tid -> {entry time, six arguments} for entry/exit correlation
-  kMapScope,      // HASH tgid -> 1: the traced process tree (-c / -p)
-  kMapSysFilter,  // ARRAY[kMaxSyscalls] u32: syscall nr -> probe index + 1 (raw syscalls)
-  kMapStacks,     // STACK_TRACE for ustack keys
-  kMapRing,       // RINGBUF for select
-  kMapCacheA,     // PERCPU_ARRAY: direct-mapped aggregation cache in front of kMapAggA
-  kMapCacheB,     // the same for window B
-  kMapScopeGen,   // ARRAY[1] u64: bumped whenever the traced set changes
-  kMapScopeCache, // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
+  kMapStats = 0,   // PERCPU_ARRAY[1] of kStatCount u64 counters
+  kMapAggA,        // PERCPU_HASH key -> aggregate states (window A)
+  kMapAggB,        // the same, window B (only with `every`)
+  kMapControl,     // ARRAY[1] u64: bit 0 selects the active window
+  kMapZero,        // ARRAY[1] of zeroed aggregate states: the template for new keys
+  kMapScratch,     // PERCPU_ARRAY[1]: key, entry copy and string buffers (bigger than the stack)
+  kMapEntry,       // HASH tid -> {entry time, six arguments} for entry/exit correlation
+  kMapScope,       // HASH tgid -> 1: the traced process tree (-c / -p)
+  kMapSysFilter,   // ARRAY[kMaxSyscalls] u32: syscall nr -> probe index + 1 (raw syscalls)
+  kMapStacks,      // STACK_TRACE for ustack keys
+  kMapRing,        // RINGBUF for select
+  kMapCacheA,      // PERCPU_ARRAY: direct-mapped aggregation cache in front of kMapAggA
+  kMapCacheB,      // the same for window B
+  kMapScopeGen,    // ARRAY[1] u64: bumped whenever the traced set changes
+  kMapScopeCache,  // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
   kMapCount,
 };
 
@@ -46,6 +46,9 @@ enum StatIndex {
 };
 
 constexpr int kMaxSyscalls = 512;
+// Values in kMapScope.
+constexpr int kScopeActive = 1;
+constexpr int kScopePendingExec = 2;
 constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
@@ -74,8 +77,8 @@ struct GeneratedProgram {
 };
 
 struct CodegenOptions {
-  bool scoped = false;      // filter by kMapScope (-c / -p) and track forks/exits
-  uint32_t self_tgid = 0;   // when not scoped, ignore this process (fay itself); 0 = none
+  bool scoped = false;     // filter by kMapScope (-c / -p) and track forks/exits
+  uint32_t self_tgid = 0;  // when not scoped, ignore this process (fay itself); 0 = none
   // Field offsets of sched:sched_process_fork (parent_pid, child_pid), read from tracefs.
   int fork_parent_off = 12, fork_child_off = 20;
   // >= 0: read comm straight from the current task_struct (BTF pointer) at this offset,
@@ -86,8 +89,8 @@ struct CodegenOptions {
 struct GeneratedQuery {
   MapDesc maps[kMapCount];
   std::vector<GeneratedProgram> programs;
-  int scratch_entry_off = 0;  // where programs keep their entry copy inside the scratch value
-  bool uses_cache = false;    // aggregates also live in kMapCacheA/B
+  int scratch_entry_off = 0;    // where programs keep their entry copy inside the scratch value
+  bool uses_cache = false;      // aggregates also live in kMapCacheA/B
   bool counts_matched = false;  // false: every seen event matches (no where, no sample)
 };
 

@@ -97,17 +97,28 @@ void GenBinary(Gen& g, const Expr& expr) {
     e.Bind(done);
     return;
   }
-  if (op == "+") e.Alu(BPF_ADD, R7, R1);
-  else if (op == "-") e.Alu(BPF_SUB, R7, R1);
-  else if (op == "*") e.Alu(BPF_MUL, R7, R1);
-  else if (op == "/") e.Alu(BPF_DIV, R7, R1, !is_unsigned);
-  else if (op == "%") e.Alu(BPF_MOD, R7, R1, !is_unsigned);
-  else if (op == "&") e.Alu(BPF_AND, R7, R1);
-  else if (op == "|") e.Alu(BPF_OR, R7, R1);
-  else if (op == "^") e.Alu(BPF_XOR, R7, R1);
-  else if (op == "<<") e.Alu(BPF_LSH, R7, R1);
-  else if (op == ">>") e.Alu(expr.kids[0]->type.is_signed ? BPF_ARSH : BPF_RSH, R7, R1);
-  else g.Fail(fmt::format("internal: unknown operator '{}'", op));
+  if (op == "+")
+    e.Alu(BPF_ADD, R7, R1);
+  else if (op == "-")
+    e.Alu(BPF_SUB, R7, R1);
+  else if (op == "*")
+    e.Alu(BPF_MUL, R7, R1);
+  else if (op == "/")
+    e.Alu(BPF_DIV, R7, R1, !is_unsigned);
+  else if (op == "%")
+    e.Alu(BPF_MOD, R7, R1, !is_unsigned);
+  else if (op == "&")
+    e.Alu(BPF_AND, R7, R1);
+  else if (op == "|")
+    e.Alu(BPF_OR, R7, R1);
+  else if (op == "^")
+    e.Alu(BPF_XOR, R7, R1);
+  else if (op == "<<")
+    e.Alu(BPF_LSH, R7, R1);
+  else if (op == ">>")
+    e.Alu(expr.kids[0]->type.is_signed ? BPF_ARSH : BPF_RSH, R7, R1);
+  else
+    g.Fail(fmt::format("internal: unknown operator '{}'", op));
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ class Gen {
   const CodegenOptions& options;
   const Attachment& attach;
   Emitter e;
-  const int entry_off;   // entry copy inside scratch
+  const int entry_off;     // entry copy inside scratch
   bool has_entry = false;  // fields come from the scratch entry copy (exit programs)
   bool use_cache = false;  // aggregate through the per-CPU direct-mapped cache
   Label exit_label;
@@ -71,16 +71,16 @@ class Gen {
 };
 
 // Construct generators (one file each).
-void GenIntExpr(Gen& g, const Expr& expr);              // result in R7
+void GenIntExpr(Gen& g, const Expr& expr);                       // result in R7
 void GenStringExpr(Gen& g, const Expr& expr, int off, int cap);  // NUL-terminated into R9+off
-void GenField(Gen& g, const Expr& expr);                // int fields into R7
+void GenField(Gen& g, const Expr& expr);                         // int fields into R7
 void GenStringField(Gen& g, const Expr& expr, int off, int cap);
-void GenStringCompare(Gen& g, const Expr& expr);        // ==, != (and globs) on strings; R7 = 0/1
-void GenStringIn(Gen& g, const Expr& expr);             // string `in (...)`; R7 = 0/1
-void GenBuildKey(Gen& g);                               // plan.keys into R9+0
-void GenAggregate(Gen& g);                              // find/insert the key, update states
-void GenSelect(Gen& g);                                 // ring-buffer record of plan.keys
-void GenBumpStat(Gen& g, StatIndex which);              // per-CPU counter += 1
-void GenLog2(Gen& g, Reg v, Reg out);                   // out = floor(log2(v)), v > 0; clobbers v, R5
+void GenStringCompare(Gen& g, const Expr& expr);  // ==, != (and globs) on strings; R7 = 0/1
+void GenStringIn(Gen& g, const Expr& expr);       // string `in (...)`; R7 = 0/1
+void GenBuildKey(Gen& g);                         // plan.keys into R9+0
+void GenAggregate(Gen& g);                        // find/insert the key, update states
+void GenSelect(Gen& g);                           // ring-buffer record of plan.keys
+void GenBumpStat(Gen& g, StatIndex which);        // per-CPU counter += 1
+void GenLog2(Gen& g, Reg v, Reg out);             // out = floor(log2(v)), v > 0; clobbers v, R5
 
 }  // namespace fay::bpf

@@ -10,7 +10,9 @@ namespace {
 
 constexpr int16_t kRecordIdOff = 8;  // `long id` in raw_syscalls:sys_enter / sys_exit
 
-int RoundUp8(int n) { return (n + 7) & ~7; }
+int RoundUp8(int n) {
+  return (n + 7) & ~7;
+}
 
 // R9 = the per-CPU scratch value.
 void GenScratch(Gen& g) {
@@ -86,6 +88,8 @@ void GenScope(Gen& g) {
     e.MovImm(R3, 0);
     Label store = e.NewLabel();
     e.JmpIfImm(BPF_JEQ, R0, 0, store);
+    e.Load(1, R1, R0, 0);
+    e.JmpIfImm(BPF_JNE, R1, kScopeActive, store);
     e.MovImm(R3, 1);
     e.Bind(store);
     e.Load(8, R1, R10, kFpTgid);
@@ -209,6 +213,25 @@ void GenBumpScopeGen(Gen& g) {
   e.AtomicAdd64(R0, 0, R1);
 }
 
+// The `-c` command is in the set from fork, but only counts once it has exec'd: the syscalls
+// fay's child makes before exec are fay's, not the command's.
+void GenScopeExec(Gen& g) {
+  Emitter& e = g.e;
+  e.Comment("a pending traced process exec'd: start tracing it");
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.AluImm(BPF_RSH, R0, 32);
+  e.Store(4, R10, kFpKey, R0);
+  e.LdMap(R1, kMapScope);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(1, R1, R0, 0);
+  e.JmpIfImm(BPF_JNE, R1, kScopePendingExec, g.exit_label);
+  e.StoreImm(1, R0, 0, kScopeActive);
+  GenBumpScopeGen(g);
+}
+
 void GenScopeFork(Gen& g) {
   Emitter& e = g.e;
   e.Comment("a traced process forked: trace the child too");
@@ -220,9 +243,11 @@ void GenScopeFork(Gen& g) {
   e.AluImm(BPF_ADD, R2, kFpKey);
   e.Call(BPF_FUNC_map_lookup_elem);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(1, R1, R0, 0);
+  e.JmpIfImm(BPF_JNE, R1, kScopeActive, g.exit_label);
   e.Load(4, R1, R6, static_cast<int16_t>(g.options.fork_child_off));
   e.Store(4, R10, kFpKey, R1);
-  e.StoreImm(1, R10, kFpProbe, 1);
+  e.StoreImm(1, R10, kFpProbe, kScopeActive);
   e.LdMap(R1, kMapScope);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpKey);
@@ -248,15 +273,18 @@ void GenScopeExit(Gen& g) {
 
 bpf_prog_type ProgType(AttachKind k) {
   switch (k) {
-    case AttachKind::kUprobe: return BPF_PROG_TYPE_KPROBE;
-    case AttachKind::kPerfSoftware: return BPF_PROG_TYPE_PERF_EVENT;
-    default: return BPF_PROG_TYPE_TRACEPOINT;
+    case AttachKind::kUprobe:
+      return BPF_PROG_TYPE_KPROBE;
+    case AttachKind::kPerfSoftware:
+      return BPF_PROG_TYPE_PERF_EVENT;
+    default:
+      return BPF_PROG_TYPE_TRACEPOINT;
   }
 }
 
 Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& options,
-                                      const Attachment& attach, int entry_off, int str_base,
-                                      int n, bool use_cache) {
+                                      const Attachment& attach, int entry_off, int str_base, int n,
+                                      bool use_cache) {
   Gen g(plan, options, attach, entry_off);
   g.use_cache = use_cache;
   g.set_str_base(str_base);
@@ -266,6 +294,8 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   e.Mov(R6, R1);
   if (attach.role == ProgRole::kScopeFork) {
     GenScopeFork(g);
+  } else if (attach.role == ProgRole::kScopeExec) {
+    GenScopeExec(g);
   } else if (attach.role == ProgRole::kScopeExit) {
     GenScopeExit(g);
   } else {
@@ -287,6 +317,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   const char* role = attach.role == ProgRole::kEntry       ? "entry"
                      : attach.role == ProgRole::kScopeFork ? "fork"
                      : attach.role == ProgRole::kScopeExit ? "exit"
+                     : attach.role == ProgRole::kScopeExec ? "exec"
                                                            : "main";
   prog.name = fmt::format("fay_{}_{}", role, n);
   FAY_ASSIGN_OR_RETURN(prog.insns, e.Finish());
@@ -312,8 +343,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   int str_base = entry_off + kEntryValueSize;
   q.scratch_entry_off = entry_off;
   set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
-  set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4,
-      str_base + kStrBufSize * kStrBufs, 1);
+  set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4, str_base + kStrBufSize * kStrBufs,
+      1);
   if (plan.mode == PlanMode::kAggregate) {
     set(kMapAggA, BPF_MAP_TYPE_PERCPU_HASH, "fay_agg_a", plan.key_size, plan.value_size,
         plan.max_keys);
@@ -345,15 +376,16 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   }
   if (plan.use_raw_syscalls)
     set(kMapSysFilter, BPF_MAP_TYPE_ARRAY, "fay_sysfilter", 4, 4, kMaxSyscalls);
-  if (UsesStacks(plan))
-    set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
+  if (UsesStacks(plan)) set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
 
   std::vector<Attachment> attachments = plan.attachments;
   if (options.scoped) {
-    attachments.push_back({AttachKind::kTracepoint, ProgRole::kScopeFork, -1, false, "sched",
-                           "sched_process_fork"});
-    attachments.push_back({AttachKind::kTracepoint, ProgRole::kScopeExit, -1, false, "sched",
-                           "sched_process_exit"});
+    attachments.push_back(
+        {AttachKind::kTracepoint, ProgRole::kScopeFork, -1, false, "sched", "sched_process_fork"});
+    attachments.push_back(
+        {AttachKind::kTracepoint, ProgRole::kScopeExit, -1, false, "sched", "sched_process_exit"});
+    attachments.push_back(
+        {AttachKind::kTracepoint, ProgRole::kScopeExec, -1, false, "sched", "sched_process_exec"});
   }
   int n = 0;
   for (const auto& a : attachments) {

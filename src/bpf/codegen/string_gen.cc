@@ -29,7 +29,9 @@ bool Glob(std::string_view p, std::string_view s) {
   return pi == p.size();
 }
 
-bool HasGlob(const std::string& s) { return s.find_first_of("*?") != std::string::npos; }
+bool HasGlob(const std::string& s) {
+  return s.find_first_of("*?") != std::string::npos;
+}
 
 bool IsNameField(const Expr& e) {
   return e.kind == ExprKind::kField && (e.name == "probe" || e.name == "func");
@@ -71,8 +73,7 @@ std::vector<int> MatchingProbes(const Gen& g, const Expr& field, const std::stri
 
 // Jumps to `fail` unless the NUL-terminated string at R9+off matches `pattern`. Supports exact
 // text, '?' anywhere and one trailing '*'; other globs need a loop the probe cannot afford.
-void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool glob,
-                     Label fail) {
+void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool glob, Label fail) {
   Emitter& e = g.e;
   std::string body = pattern;
   bool prefix = false;
@@ -82,9 +83,10 @@ void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool 
       body.pop_back();
     }
     if (body.find('*') != std::string::npos) {
-      g.Fail(fmt::format("glob '{}': inside the probe only '?' and one trailing '*' are "
-                         "supported",
-                         pattern));
+      g.Fail(
+          fmt::format("glob '{}': inside the probe only '?' and one trailing '*' are "
+                      "supported",
+                      pattern));
       return;
     }
   }
@@ -106,7 +108,9 @@ void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool 
   }
 }
 
-int CapOf(const Expr& e) { return std::min(e.type.str_len > 0 ? e.type.str_len : 64, kStrBufSize); }
+int CapOf(const Expr& e) {
+  return std::min(e.type.str_len > 0 ? e.type.str_len : 64, kStrBufSize);
+}
 
 }  // namespace
 
@@ -193,8 +197,8 @@ void GenStringIn(Gen& g, const Expr& expr) {
   if (IsNameField(lhs)) {
     std::vector<int> all;
     for (size_t i = 1; i < expr.kids.size(); ++i)
-      for (int m : MatchingProbes(g, lhs, expr.kids[i]->str_value,
-                                  HasGlob(expr.kids[i]->str_value)))
+      for (int m :
+           MatchingProbes(g, lhs, expr.kids[i]->str_value, HasGlob(expr.kids[i]->str_value)))
         all.push_back(m);
     GenProbeSet(g, all);
     return;
@@ -205,8 +209,7 @@ void GenStringIn(Gen& g, const Expr& expr) {
   Label yes = e.NewLabel(), done = e.NewLabel();
   for (size_t i = 1; i < expr.kids.size(); ++i) {
     Label next = e.NewLabel();
-    GenMatchLiteral(g, buf, cap, expr.kids[i]->str_value, HasGlob(expr.kids[i]->str_value),
-                    next);
+    GenMatchLiteral(g, buf, cap, expr.kids[i]->str_value, HasGlob(expr.kids[i]->str_value), next);
     e.Jmp(yes);
     e.Bind(next);
   }
