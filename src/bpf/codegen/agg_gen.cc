@@ -26,10 +26,7 @@ void GenFindOrInsert(Gen& g, int map, Label have) {
   e.JmpIfImm(BPF_JNE, R0, 0, have);
   e.Comment("new key: copy the zeroed template in");
   e.StoreImm(4, R10, kFpKey, 0);
-  e.LdMap(R1, kMapZero);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapZero);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Mov(R3, R0);
   e.LdMap(R1, map);
@@ -241,10 +238,7 @@ void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
   }
   e.AluImm(BPF_RSH, R1, 64 - kCacheBits);
   e.Store(4, R10, kFpKey, R1);
-  e.LdMap(R1, map);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, map);
   e.JmpIfImm(BPF_JEQ, R0, 0, miss);
   e.Load(8, R1, R0, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, claim);
@@ -276,10 +270,7 @@ void GenBumpStat(Gen& g, StatIndex which) {
   Emitter& e = g.e;
   Label skip = e.NewLabel();
   e.StoreImm(4, R10, kFpKey, 0);
-  e.LdMap(R1, kMapStats);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapStats);
   e.JmpIfImm(BPF_JEQ, R0, 0, skip);
   e.Load(8, R1, R0, static_cast<int16_t>(8 * which));
   e.AluImm(BPF_ADD, R1, 1);
@@ -316,10 +307,7 @@ void GenAggregate(Gen& g) {
     Label use_b = e.NewLabel();
     e.Comment("every: the control word picks the live window");
     e.StoreImm(4, R10, kFpKey, 0);
-    e.LdMap(R1, kMapControl);
-    e.Mov(R2, R10);
-    e.AluImm(BPF_ADD, R2, kFpKey);
-    e.Call(BPF_FUNC_map_lookup_elem);
+    GenLookupFpKey(g, kMapControl);
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
     e.Load(8, R1, R0, 0);
     e.JmpIfImm(BPF_JSET, R1, 1, use_b);

@@ -164,6 +164,14 @@ void GenIntExpr(Gen& g, const Expr& expr) {
   }
 }
 
+void GenLookupFpKey(Gen& g, int map) {
+  Emitter& e = g.e;
+  e.LdMap(R1, map);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+}
+
 void GenLog2(Gen& g, Reg v, Reg out) {
   // Binary search over the bit position: six shifts instead of a 64-step loop.
   Emitter& e = g.e;

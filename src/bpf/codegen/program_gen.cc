@@ -18,10 +18,7 @@ int RoundUp8(int n) {
 void GenScratch(Gen& g) {
   Emitter& e = g.e;
   e.StoreImm(4, R10, kFpKey, 0);
-  e.LdMap(R1, kMapScratch);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapScratch);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Mov(R9, R0);
 }
@@ -34,10 +31,7 @@ void GenSyscallFilter(Gen& g) {
   e.JmpIfImm(BPF_JSLT, R1, 0, g.exit_label);
   e.JmpIfImm(BPF_JSGE, R1, kMaxSyscalls, g.exit_label);
   e.Store(4, R10, kFpKey, R1);
-  e.LdMap(R1, kMapSysFilter);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapSysFilter);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(4, R1, R0, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
@@ -57,16 +51,10 @@ void GenScope(Gen& g) {
     e.AluImm(BPF_RSH, R0, 32);
     e.Store(8, R10, kFpTgid, R0);
     e.StoreImm(4, R10, kFpKey, 0);
-    e.LdMap(R1, kMapScopeGen);
-    e.Mov(R2, R10);
-    e.AluImm(BPF_ADD, R2, kFpKey);
-    e.Call(BPF_FUNC_map_lookup_elem);
+    GenLookupFpKey(g, kMapScopeGen);
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
     e.Load(8, R8, R0, 0);  // generation
-    e.LdMap(R1, kMapScopeCache);
-    e.Mov(R2, R10);
-    e.AluImm(BPF_ADD, R2, kFpKey);
-    e.Call(BPF_FUNC_map_lookup_elem);
+    GenLookupFpKey(g, kMapScopeCache);
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
     e.Mov(R7, R0);  // cache entry: [u64 tgid + 1][u64 generation][u64 verdict]
     e.Load(8, R1, R7, 0);
@@ -81,10 +69,7 @@ void GenScope(Gen& g) {
     e.Bind(slow);
     e.Load(8, R1, R10, kFpTgid);
     e.Store(4, R10, kFpKey, R1);
-    e.LdMap(R1, kMapScope);
-    e.Mov(R2, R10);
-    e.AluImm(BPF_ADD, R2, kFpKey);
-    e.Call(BPF_FUNC_map_lookup_elem);
+    GenLookupFpKey(g, kMapScope);
     e.MovImm(R3, 0);
     Label store = e.NewLabel();
     e.JmpIfImm(BPF_JEQ, R0, 0, store);
@@ -151,10 +136,7 @@ void GenFetchEntry(Gen& g) {
   e.Comment("exit: fetch this thread's entry state");
   e.Call(BPF_FUNC_get_current_pid_tgid);
   e.Store(8, R10, kFpKey, R0);
-  e.LdMap(R1, kMapEntry);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapEntry);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   for (int w = 0; w < kEntryValueSize / 8; ++w) {
     e.Load(8, R1, R0, static_cast<int16_t>(8 * w));
@@ -204,10 +186,7 @@ void GenMainBody(Gen& g) {
 void GenBumpScopeGen(Gen& g) {
   Emitter& e = g.e;
   e.StoreImm(4, R10, kFpKey, 0);
-  e.LdMap(R1, kMapScopeGen);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapScopeGen);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.MovImm(R1, 1);
   e.AtomicAdd64(R0, 0, R1);
@@ -221,10 +200,7 @@ void GenScopeExec(Gen& g) {
   e.Call(BPF_FUNC_get_current_pid_tgid);
   e.AluImm(BPF_RSH, R0, 32);
   e.Store(4, R10, kFpKey, R0);
-  e.LdMap(R1, kMapScope);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapScope);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(1, R1, R0, 0);
   e.JmpIfImm(BPF_JNE, R1, kScopePendingExec, g.exit_label);
@@ -238,10 +214,7 @@ void GenScopeFork(Gen& g) {
   e.Call(BPF_FUNC_get_current_pid_tgid);
   e.AluImm(BPF_RSH, R0, 32);
   e.Store(4, R10, kFpKey, R0);
-  e.LdMap(R1, kMapScope);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
-  e.Call(BPF_FUNC_map_lookup_elem);
+  GenLookupFpKey(g, kMapScope);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(1, R1, R0, 0);
   e.JmpIfImm(BPF_JNE, R1, kScopeActive, g.exit_label);
