@@ -7,6 +7,11 @@
 
 namespace fay::bpf {
 
+struct TaskOffsets {
+  int comm = -1, pid = -1, tgid = -1;
+};
+// Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
+Expected<TaskOffsets> TaskStructOffsets();
 // Byte offset of task_struct.comm; kNotFound when the kernel has no BTF.
 Expected<int> TaskCommOffset();
 

@@ -49,15 +49,19 @@ Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
                                                      const CodegenOptions& options) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
   CodegenOptions opts = options;
-  if (opts.task_comm_offset < 0 && PlanReadsComm(plan)) {
-    auto off = TaskCommOffset();
-    if (off.ok()) opts.task_comm_offset = *off;
+  if (opts.task_comm_offset < 0) {
+    auto off = TaskStructOffsets();
+    if (off.ok()) {
+      opts.task_comm_offset = off->comm;
+      opts.task_pid_offset = off->pid;
+      opts.task_tgid_offset = off->tgid;
+    }
   }
   auto loaded = q->LoadWith(opts);
   if (!loaded.ok() && opts.task_comm_offset >= 0) {
-    // A kernel that will not let tracepoint programs follow BTF pointers still has the helper.
+    // A kernel that will not let tracepoint programs follow BTF pointers still has the helpers.
     q.reset(new LiveQuery(plan));
-    opts.task_comm_offset = -1;
+    opts.task_comm_offset = opts.task_pid_offset = opts.task_tgid_offset = -1;
     loaded = q->LoadWith(opts);
   }
   FAY_RETURN_IF_ERROR(loaded);
@@ -124,12 +128,14 @@ Status LiveQuery::Attach() {
     const Program& prog = programs_[i];
     Expected<Link> link = Status();
     switch (a.kind) {
-      case AttachKind::kTracepoint:
-      case AttachKind::kRawSyscalls: {
+      case AttachKind::kTracepoint: {
         FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));
         link = AttachTracepoint(prog, id);
         break;
       }
+      case AttachKind::kRawSyscalls:
+        link = AttachRawTracepoint(prog, a.name);
+        break;
       case AttachKind::kUprobe: {
         const ProbeInfo& p = plan_.probes[a.probe_index];
         link = AttachUprobe(prog, p.path, p.file_offset, a.is_exit);

@@ -1,6 +1,7 @@
 // fay explain QUERY: the plan and an annotated listing of every generated eBPF program.
 #include <fmt/core.h>
 
+#include "bpf/btf_offsets.h"
 #include "bpf/codegen/codegen.h"
 #include "bpf/disasm.h"
 #include "cli/commands.h"
@@ -25,6 +26,8 @@ const char* ProgTypeName(bpf_prog_type t) {
       return "kprobe (uprobe)";
     case BPF_PROG_TYPE_PERF_EVENT:
       return "perf_event";
+    case BPF_PROG_TYPE_RAW_TRACEPOINT:
+      return "raw_tracepoint";
     default:
       return "?";
   }
@@ -44,6 +47,12 @@ int RunExplain(const ExplainOptions& opt) {
   fmt::print("{}", DescribePlan(*plan));
   bpf::CodegenOptions copt;
   copt.scoped = opt.scoped;
+  // The same task_struct offsets a live query uses, so the listing is the code that would run.
+  if (auto off = bpf::TaskStructOffsets(); off.ok()) {
+    copt.task_comm_offset = off->comm;
+    copt.task_pid_offset = off->pid;
+    copt.task_tgid_offset = off->tgid;
+  }
   auto gen = bpf::Generate(*plan, copt);
   if (!gen.ok()) {
     fmt::print(stderr, "fay: {}\n", gen.status().message());

@@ -80,7 +80,10 @@ struct Plan {
 struct PlanOptions {
   uint32_t max_keys = 10240;
   // Above this many syscall probes, attach raw_syscalls once instead of each syscall tracepoint.
-  size_t raw_syscalls_threshold = 8;
+  // Syscall probes beyond this many share raw sys_enter/sys_exit programs. 0, the default, puts
+  // every syscall probe there: a raw tracepoint skips building the trace record, which is most
+  // of what a per-syscall tracepoint costs (see docs/BENCHMARKS.md).
+  size_t raw_syscalls_threshold = 0;
 };
 
 }  // namespace fay

@@ -49,6 +49,15 @@ constexpr int kMaxSyscalls = 512;
 // Values in kMapScope.
 constexpr int kScopeActive = 1;
 constexpr int kScopePendingExec = 2;
+// Syscall probes run as raw tracepoint programs on sys_enter/sys_exit: the kernel then skips
+// building a trace record, which is most of what a syscall tracepoint costs. The prologue builds
+// the record the rest of the code generator reads (raw_syscalls layout: id at +8, args or ret at
+// +16) inside the scratch value, at kRawRecordOff past the entry copy.
+constexpr int kRawRecordSize = 64;
+constexpr int kRawRegsCopySize = 64;  // pt_regs r10..di, copied in one read when args are needed
+constexpr int16_t kRegsR10Off = 56;   // x86-64 struct pt_regs
+constexpr int16_t kRegsOrigAxOff = 120;
+
 constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
@@ -84,6 +93,9 @@ struct CodegenOptions {
   // >= 0: read comm straight from the current task_struct (BTF pointer) at this offset,
   // which is several times cheaper than bpf_get_current_comm.
   int task_comm_offset = -1;
+  // >= 0: with task_comm_offset, read tgid and tid from the current task_struct too, so one
+  // helper call (bpf_get_current_task_btf) answers scope, pid, tid and comm.
+  int task_pid_offset = -1, task_tgid_offset = -1;
 };
 
 struct GeneratedQuery {

@@ -48,11 +48,22 @@ void GenField(Gen& g, const Expr& expr) {
       e.Mov(R7, R0);
       return;
     case FieldSource::kPid:
+      if (g.task_ptr) {
+        e.Load(8, R7, R10, kFpTask);
+        e.Load(4, R7, R7, static_cast<int16_t>(g.options.task_tgid_offset));
+        return;
+      }
       e.Call(BPF_FUNC_get_current_pid_tgid);
       e.Mov(R7, R0);
       e.AluImm(BPF_RSH, R7, 32);
       return;
     case FieldSource::kTid:
+      if (g.task_ptr) {
+        e.Load(8, R7, R10, kFpTask);
+        e.Load(4, R7, R7, static_cast<int16_t>(g.options.task_pid_offset));
+        return;
+      }
+      [[fallthrough]];
     case FieldSource::kUid:
       e.Call(f.source == FieldSource::kTid ? BPF_FUNC_get_current_pid_tgid
                                            : BPF_FUNC_get_current_uid_gid);
@@ -118,7 +129,10 @@ void GenField(Gen& g, const Expr& expr) {
       e.Load(8, R7, R6, kRegsAxOff);
       return;
     case FieldSource::kUserStack:
-      e.Mov(R1, R6);
+      if (g.raw_ctx)
+        e.Load(8, R1, R10, kFpCtx);
+      else
+        e.Mov(R1, R6);
       e.LdMap(R2, kMapStacks);
       e.MovImm(R3, BPF_F_USER_STACK);
       e.Call(BPF_FUNC_get_stackid);
@@ -139,6 +153,14 @@ void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
   e.AluImm(BPF_ADD, R1, off);
   switch (f.source) {
     case FieldSource::kComm:
+      if (g.task_ptr && cap >= 16) {
+        e.Load(8, R2, R10, kFpTask);
+        for (int w = 0; w < 2; ++w) {
+          e.Load(8, R1, R2, static_cast<int16_t>(g.options.task_comm_offset + 8 * w));
+          e.Store(8, R9, static_cast<int16_t>(off + 8 * w), R1);
+        }
+        return;
+      }
       if (g.options.task_comm_offset >= 0 && cap >= 16) {
         // task->comm is NUL-padded by the kernel, so two word loads give a canonical key.
         e.Call(BPF_FUNC_get_current_task_btf);

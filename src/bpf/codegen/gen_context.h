@@ -6,7 +6,8 @@
 //   R8  the aggregate value / ring-buffer record being written
 //   R9  the per-CPU scratch value: key at 0, entry copy, then string buffers
 // Stack: fp-8 is a helper key slot, fp-16 holds the probe index, fp-24 the tgid during the scope
-// check; temporaries grow below.
+// check, fp-32 the current task (BTF pointer), fp-40 the raw tracepoint context; temporaries
+// grow below.
 #pragma once
 
 #include <string>
@@ -19,7 +20,9 @@ namespace fay::bpf {
 constexpr int16_t kFpKey = -8;
 constexpr int16_t kFpProbe = -16;
 constexpr int16_t kFpTgid = -24;
-constexpr int16_t kFpTempBase = -32;
+constexpr int16_t kFpTask = -32;
+constexpr int16_t kFpCtx = -40;
+constexpr int16_t kFpTempBase = -48;
 
 class Gen {
  public:
@@ -34,13 +37,16 @@ class Gen {
   const int entry_off;     // entry copy inside scratch
   bool has_entry = false;  // fields come from the scratch entry copy (exit programs)
   bool use_cache = false;  // aggregate through the per-CPU direct-mapped cache
+  bool task_ptr = false;   // kFpTask holds the current task_struct (BTF pointer)
+  bool raw_ctx = false;    // R6 is the record built in scratch; the real context is at kFpCtx
+  int raw_record_off = 0;  // that record, inside scratch
   Label exit_label;
 
   // 8-byte stack temporaries, allocated and released in LIFO order.
   int16_t AllocTemp() {
     int16_t off = static_cast<int16_t>(kFpTempBase - 8 * temps_);
     ++temps_;
-    if (8 * temps_ + 32 > 512) Fail("expression too deep for the 512-byte eBPF stack");
+    if (8 * temps_ - kFpTempBase > 512) Fail("expression too deep for the 512-byte eBPF stack");
     return off;
   }
   void FreeTemp() { --temps_; }

@@ -2,6 +2,8 @@
 // the three program roles (main, entry, scope tracking) and the map set of a query.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "bpf/codegen/codegen.h"
 #include "bpf/codegen/gen_context.h"
 
@@ -39,16 +41,106 @@ void GenSyscallFilter(Gen& g) {
   e.Store(8, R10, kFpProbe, R1);
 }
 
+bool UseTaskPtr(const Gen& g) {
+  return g.options.task_comm_offset >= 0 && g.options.task_pid_offset >= 0 &&
+         g.options.task_tgid_offset >= 0 && g.attach.kind != AttachKind::kUprobe;
+}
+
+// fp-32 = the current task. One helper call buys tgid, tid and comm; each helper call costs
+// about as much as the rest of a typical probe together, so the scope check, the pid and comm
+// fields all read through this pointer rather than through helpers of their own.
+void GenTaskPtr(Gen& g) {
+  if (!UseTaskPtr(g) || g.task_ptr) return;
+  g.e.Call(BPF_FUNC_get_current_task_btf);
+  g.e.Store(8, R10, kFpTask, R0);
+  g.task_ptr = true;
+}
+
+// R0 = the current tgid.
+void GenCurrentTgid(Gen& g) {
+  if (g.task_ptr) {
+    g.e.Load(8, R0, R10, kFpTask);
+    g.e.Load(4, R0, R0, static_cast<int16_t>(g.options.task_tgid_offset));
+  } else {
+    g.e.Call(BPF_FUNC_get_current_pid_tgid);
+    g.e.AluImm(BPF_RSH, R0, 32);
+  }
+}
+
+// Raw tracepoint prologue for syscall probes: R6 = a raw_syscalls-layout record in scratch
+// holding the syscall number (and, at exit, the return value). Arguments come later, after the
+// syscall filter, so calls the query does not name never pay for copying them.
+void GenRawRecord(Gen& g) {
+  Emitter& e = g.e;
+  const int16_t rec = static_cast<int16_t>(g.raw_record_off);
+  e.Store(8, R10, kFpCtx, R6);
+  if (g.attach.is_exit) {
+    e.Comment("raw sys_exit(regs, ret): the number is in regs->orig_ax");
+    e.Load(8, R1, R6, 8);
+    e.Store(8, R9, static_cast<int16_t>(rec + 16), R1);
+    e.Load(8, R3, R6, 0);
+    e.AluImm(BPF_ADD, R3, kRegsOrigAxOff);
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, rec + 8);
+    e.MovImm(R2, 8);
+    e.Call(BPF_FUNC_probe_read_kernel);
+    e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  } else {
+    e.Comment("raw sys_enter(regs, id)");
+    e.Load(8, R1, R6, 8);
+    e.Store(8, R9, static_cast<int16_t>(rec + 8), R1);
+  }
+  e.Mov(R6, R9);
+  e.AluImm(BPF_ADD, R6, rec);
+  g.raw_ctx = true;
+}
+
+// The six syscall arguments (di, si, dx, r10, r8, r9) into the record, from one copy of
+// pt_regs r10..di.
+void GenRawArgs(Gen& g) {
+  Emitter& e = g.e;
+  const int16_t rec = static_cast<int16_t>(g.raw_record_off);
+  const int16_t tmp = static_cast<int16_t>(rec + kRawRecordSize);
+  e.Comment("syscall arguments from pt_regs");
+  e.Load(8, R3, R10, kFpCtx);
+  e.Load(8, R3, R3, 0);
+  e.AluImm(BPF_ADD, R3, kRegsR10Off);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, tmp);
+  e.MovImm(R2, kRawRegsCopySize);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  // Offsets inside the copy, which starts at r10 (pt_regs +56).
+  static constexpr int16_t kArgInCopy[6] = {56, 48, 40, 0, 16, 8};
+  for (int i = 0; i < 6; ++i) {
+    e.Load(8, R1, R9, static_cast<int16_t>(tmp + kArgInCopy[i]));
+    e.Store(8, R9, static_cast<int16_t>(rec + 16 + 8 * i), R1);
+  }
+}
+
+bool PlanReadsArgs(const Plan& plan) {
+  bool found = false;
+  std::function<void(const Expr*)> visit = [&](const Expr* e) {
+    if (!e) return;
+    if (e->kind == ExprKind::kField && e->name.rfind("args.", 0) == 0) found = true;
+    for (const auto& k : e->kids) visit(k.get());
+  };
+  visit(plan.predicate);
+  for (const auto& k : plan.keys) visit(k.expr);
+  for (const auto& a : plan.aggs) visit(a.item->arg.get());
+  return found;
+}
+
 // -c/-p: only the traced process tree; otherwise everything but fay itself.
 void GenScope(Gen& g) {
   Emitter& e = g.e;
+  GenTaskPtr(g);
   if (g.options.scoped) {
     // The traced set changes rarely, so each CPU remembers its last answer together with the
     // set's generation; only a new process or a changed set costs a hash lookup.
     Label slow = e.NewLabel(), in_scope = e.NewLabel();
     e.Comment("scope: is this process in the traced tree? (per-CPU cached)");
-    e.Call(BPF_FUNC_get_current_pid_tgid);
-    e.AluImm(BPF_RSH, R0, 32);
+    GenCurrentTgid(g);
     e.Store(8, R10, kFpTgid, R0);
     e.StoreImm(4, R10, kFpKey, 0);
     GenLookupFpKey(g, kMapScopeGen);
@@ -86,8 +178,7 @@ void GenScope(Gen& g) {
     e.Bind(in_scope);
   } else if (g.options.self_tgid) {
     e.Comment("skip fay's own events");
-    e.Call(BPF_FUNC_get_current_pid_tgid);
-    e.AluImm(BPF_RSH, R0, 32);
+    GenCurrentTgid(g);
     e.JmpIfImm(BPF_JEQ, R0, static_cast<int32_t>(g.options.self_tgid), g.exit_label);
   }
 }
@@ -96,6 +187,20 @@ bool IsSyscallAttach(const Gen& g) {
   return g.attach.kind == AttachKind::kRawSyscalls ||
          (g.attach.probe_index >= 0 &&
           g.plan.probes[g.attach.probe_index].kind == ProbeKind::kSyscall);
+}
+
+// fp-8 = the thread's entry-map key. Both ends of a pair are generated alike, so they agree.
+void GenThreadKey(Gen& g) {
+  Emitter& e = g.e;
+  GenTaskPtr(g);
+  if (g.task_ptr) {
+    e.Load(8, R1, R10, kFpTask);
+    e.Load(4, R1, R1, static_cast<int16_t>(g.options.task_pid_offset));
+    e.Store(8, R10, kFpKey, R1);
+  } else {
+    e.Call(BPF_FUNC_get_current_pid_tgid);
+    e.Store(8, R10, kFpKey, R0);
+  }
 }
 
 // Entry: remember the entry time and arguments under the thread id.
@@ -119,8 +224,7 @@ void GenEntryBody(Gen& g) {
     e.Load(8, R1, R6, src);
     e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * i), R1);
   }
-  e.Call(BPF_FUNC_get_current_pid_tgid);
-  e.Store(8, R10, kFpKey, R0);
+  GenThreadKey(g);
   e.LdMap(R1, kMapEntry);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpKey);
@@ -134,8 +238,7 @@ void GenEntryBody(Gen& g) {
 void GenFetchEntry(Gen& g) {
   Emitter& e = g.e;
   e.Comment("exit: fetch this thread's entry state");
-  e.Call(BPF_FUNC_get_current_pid_tgid);
-  e.Store(8, R10, kFpKey, R0);
+  GenThreadKey(g);
   GenLookupFpKey(g, kMapEntry);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   for (int w = 0; w < kEntryValueSize / 8; ++w) {
@@ -250,14 +353,16 @@ bpf_prog_type ProgType(AttachKind k) {
       return BPF_PROG_TYPE_KPROBE;
     case AttachKind::kPerfSoftware:
       return BPF_PROG_TYPE_PERF_EVENT;
+    case AttachKind::kRawSyscalls:
+      return BPF_PROG_TYPE_RAW_TRACEPOINT;
     default:
       return BPF_PROG_TYPE_TRACEPOINT;
   }
 }
 
 Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& options,
-                                      const Attachment& attach, int entry_off, int str_base, int n,
-                                      bool use_cache) {
+                                      const Attachment& attach, int entry_off, int raw_record_off,
+                                      int str_base, int n, bool use_cache) {
   Gen g(plan, options, attach, entry_off);
   g.use_cache = use_cache;
   g.set_str_base(str_base);
@@ -273,7 +378,13 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
     GenScopeExit(g);
   } else {
     GenScratch(g);
-    if (attach.kind == AttachKind::kRawSyscalls) GenSyscallFilter(g);
+    if (attach.kind == AttachKind::kRawSyscalls) {
+      g.raw_record_off = raw_record_off;
+      GenRawRecord(g);
+      GenSyscallFilter(g);
+      if (!attach.is_exit && (attach.role == ProgRole::kEntry || PlanReadsArgs(plan)))
+        GenRawArgs(g);
+    }
     if (attach.role == ProgRole::kEntry)
       GenEntryBody(g);
     else
@@ -313,7 +424,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
                  uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n}; };
 
   int entry_off = RoundUp8(std::max(plan.key_size, 8));
-  int str_base = entry_off + kEntryValueSize;
+  int raw_record_off = entry_off + kEntryValueSize;
+  int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize;
   q.scratch_entry_off = entry_off;
   set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
   set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4, str_base + kStrBufSize * kStrBufs,
@@ -362,8 +474,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   }
   int n = 0;
   for (const auto& a : attachments) {
-    FAY_ASSIGN_OR_RETURN(auto prog,
-                         GenProgram(plan, options, a, entry_off, str_base, n++, q.uses_cache));
+    FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(plan, options, a, entry_off, raw_record_off,
+                                               str_base, n++, q.uses_cache));
     q.programs.push_back(std::move(prog));
   }
   return q;

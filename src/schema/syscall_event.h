@@ -1,0 +1,88 @@
+// The recorded-syscall event model: what a recorder (ptrace or eBPF backend) hands to the trace
+// writer, and what the reader hands back. One model for both backends is what lets their traces
+// be compared byte for byte.
+//
+// Decoded argument text is never stored: it is derived from the raw arguments plus the captured
+// buffers by the syscall table's decoder, so a newer fay can render an older trace better.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fay {
+
+// Which way bytes crossed the user/kernel boundary.
+enum class BufferDir : uint8_t {
+  kIn = 1,   // user -> kernel, captured at syscall entry (write data, paths, struct arguments)
+  kOut = 2,  // kernel -> user, captured at syscall exit (read data, stat buffers, fds of pipe2)
+};
+
+// One captured user-memory region belonging to one syscall argument.
+struct CapturedBuffer {
+  uint8_t arg = 0;   // argument index 0..5
+  uint16_t sub = 0;  // element index inside the argument (iovec element, msghdr part); 0 if none
+  BufferDir dir = BufferDir::kIn;
+  uint64_t addr = 0;          // user address it was read from
+  uint64_t length = 0;        // length the syscall named (what strace would print), before any cap
+  bool truncated = false;     // bytes.size() < length because of --max-buffer
+  bool not_captured = false;  // the memory could not be read (unmapped / not present)
+  std::vector<uint8_t> bytes;
+};
+
+// Event flags.
+enum : uint32_t {
+  kEventNoExit = 1u << 0,       // the call never returned (exit, exit_group, a successful execve
+                                // in another thread, or the task was killed inside it)
+  kEventInterrupted = 1u << 1,  // interrupted and restarted (ERESTARTSYS family)
+};
+
+struct SyscallEvent {
+  uint64_t entry_ns = 0;  // CLOCK_MONOTONIC; header holds the realtime anchor
+  uint64_t exit_ns = 0;   // 0 when kEventNoExit
+  int32_t pid = 0;        // thread-group id
+  int32_t tid = 0;
+  int32_t ppid = 0;
+  uint32_t uid = 0;
+  std::array<char, 16> comm{};  // NUL-padded
+  int32_t nr = -1;              // x86-64 syscall number
+  std::array<uint64_t, 6> args{};
+  int64_t ret = 0;  // raw return value; -4095..-1 means -errno
+  uint32_t flags = 0;
+  std::vector<CapturedBuffer> buffers;
+};
+
+// Process-tree events, so readers and the replayer can rebuild who-forked-whom without
+// re-deriving it from clone return values.
+enum class ProcessEventKind : uint8_t { kFork = 1, kExec = 2, kExit = 3 };
+
+struct ProcessEvent {
+  ProcessEventKind kind = ProcessEventKind::kFork;
+  uint64_t time_ns = 0;  // CLOCK_MONOTONIC
+  int32_t pid = 0;       // the process (or thread, for clone of a thread) concerned
+  int32_t tid = 0;
+  int32_t parent_pid = 0;   // kFork: the parent; otherwise 0
+  bool is_thread = false;   // kFork: CLONE_THREAD
+  int32_t exit_status = 0;  // kExit: wait status (as from waitpid)
+  std::string path;         // kExec: the executable
+};
+
+// What `fay record` knows about the start of the recording; stored in the file header.
+struct RecordingInfo {
+  std::vector<std::string> argv;  // root command (empty for -p)
+  std::vector<std::string> env;   // root process environment, "K=V"
+  std::string cwd;                // root process working directory
+  int32_t root_pid = 0;
+  std::string backend;               // "ptrace" or "ebpf"
+  std::string host;                  // uname nodename
+  std::string kernel;                // uname release
+  std::string arch;                  // "x86_64"
+  uint64_t anchor_monotonic_ns = 0;  // the same instant on both clocks
+  uint64_t anchor_realtime_ns = 0;
+  uint32_t syscall_table_version = 0;
+  uint64_t max_buffer = 0;     // 0 = unlimited
+  std::string syscall_filter;  // the -e set as given, empty = all
+};
+
+}  // namespace fay
