@@ -2,13 +2,19 @@
 // program (r0 = 0; exit) to one or more tracepoints, runs a command, and exits with
 // the command's status. Whatever a real tracer costs beyond this is the tracer's own work.
 //
-//   empty_probe [-t CATEGORY:NAME]... [--] CMD [ARGS...]
+//   empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL]... [--] CMD [ARGS...]
 //   (default tracepoint: syscalls:sys_enter_getppid)
+//
+// -u attaches the same empty program as a uprobe on a function's entry: the floor for function
+// probes (W6).
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,15 +63,62 @@ static long tracepoint_id(const char* root, const char* spec) {
   return id;
 }
 
+// The file offset of SYMBOL's first instruction in the ELF file at PATH, which is what a uprobe
+// perf event wants: the symbol's address, translated through the section that holds it.
+static long long symbol_offset(const char* path, const char* symbol) {
+  long long off = -1;
+  if (elf_version(EV_CURRENT) == EV_NONE) return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "empty_probe: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  Elf* elf = elf_begin(fd, ELF_C_READ, NULL);
+  Elf_Scn* scn = NULL;
+  while (elf && off < 0 && (scn = elf_nextscn(elf, scn)) != NULL) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
+    Elf_Data* data = elf_getdata(scn, NULL);
+    size_t count = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+    for (size_t k = 0; data && k < count; k++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, (int)k, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+          sym.st_shndx == SHN_UNDEF)
+        continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (!name || strcmp(name, symbol) != 0) continue;
+      GElf_Shdr text;
+      Elf_Scn* holder = elf_getscn(elf, sym.st_shndx);
+      if (holder && gelf_getshdr(holder, &text))
+        off = (long long)(sym.st_value - text.sh_addr + text.sh_offset);
+      break;
+    }
+  }
+  if (elf) elf_end(elf);
+  close(fd);
+  if (off < 0) fprintf(stderr, "empty_probe: no function '%s' in %s\n", symbol, path);
+  return off;
+}
+
+static int uprobe_pmu_type(void) {
+  FILE* f = fopen("/sys/bus/event_source/devices/uprobe/type", "r");
+  int type = -1;
+  if (f) {
+    if (fscanf(f, "%d", &type) != 1) type = -1;
+    fclose(f);
+  }
+  if (type < 0) fprintf(stderr, "empty_probe: this kernel has no uprobe PMU\n");
+  return type;
+}
+
 // One perf event on CPU 0 is enough: the kernel keeps the program array per tracepoint and runs it
 // wherever the tracepoint fires (libbpf attaches tracepoints the same way). Attaching the same
 // program to a second event of the same tracepoint fails with EEXIST.
-static int attach(int prog_fd, long tp_id) {
-  struct perf_event_attr attr;
-  memset(&attr, 0, sizeof(attr));
+// A system-wide uprobe event (pid -1, CPU 0) fires in every process that maps the file, on any CPU,
+// the way libbpf attaches one.
+static int attach(int prog_fd, const struct perf_event_attr* probe) {
+  struct perf_event_attr attr = *probe;
   attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_TRACEPOINT;
-  attr.config = (unsigned long long)tp_id;
   attr.sample_period = 1;
   attr.wakeup_events = 1;
   int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
@@ -82,26 +135,33 @@ static int attach(int prog_fd, long tp_id) {
 
 int main(int argc, char** argv) {
   const char* tps[MAX_TRACEPOINTS];
-  int ntp = 0, i = 1;
+  const char* ups[MAX_TRACEPOINTS];
+  int ntp = 0, nup = 0, i = 1;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
       i++;
       break;
     }
-    if (strcmp(argv[i], "-t") != 0) break;
-    if (i + 1 >= argc || ntp == MAX_TRACEPOINTS) {
-      fprintf(stderr, "empty_probe: -t needs CATEGORY:NAME (at most %d)\n", MAX_TRACEPOINTS);
+    int up = strcmp(argv[i], "-u") == 0;
+    if (!up && strcmp(argv[i], "-t") != 0) break;
+    if (i + 1 >= argc || ntp + nup == MAX_TRACEPOINTS) {
+      fprintf(stderr, "empty_probe: -t needs CATEGORY:NAME, -u PATH:SYMBOL (at most %d)\n",
+              MAX_TRACEPOINTS);
       return 2;
     }
-    tps[ntp++] = argv[++i];
+    if (up)
+      ups[nup++] = argv[++i];
+    else
+      tps[ntp++] = argv[++i];
   }
   if (i >= argc) {
-    fprintf(stderr, "usage: empty_probe [-t CATEGORY:NAME]... [--] CMD [ARGS...]\n");
+    fprintf(stderr,
+            "usage: empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL]... [--] CMD [ARGS...]\n");
     return 2;
   }
-  if (ntp == 0) tps[ntp++] = "syscalls:sys_enter_getppid";
+  if (ntp + nup == 0) tps[ntp++] = "syscalls:sys_enter_getppid";
 
-  const char* root = tracefs_root();
+  const char* root = ntp ? tracefs_root() : "";
   if (!root) {
     fprintf(stderr, "empty_probe: tracefs is not mounted and cannot be mounted\n");
     return 1;
@@ -117,7 +177,34 @@ int main(int argc, char** argv) {
   }
   for (int t = 0; t < ntp; t++) {
     long id = tracepoint_id(root, tps[t]);
-    if (id < 0 || attach(prog_fd, id) != 0) return 1;
+    struct perf_event_attr attr = {.type = PERF_TYPE_TRACEPOINT, .config = (unsigned long long)id};
+    if (id < 0 || attach(prog_fd, &attr) != 0) return 1;
+  }
+  int uprobe_fd = -1;
+  if (nup > 0) {
+    // Uprobes take a kprobe-type program; the same two instructions load as one.
+    uprobe_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "empty_u", "GPL", insns, 2, NULL);
+    if (uprobe_fd < 0) {
+      fprintf(stderr, "empty_probe: bpf_prog_load (uprobe): %s\n", strerror(-uprobe_fd));
+      return 1;
+    }
+  }
+  for (int u = 0; u < nup; u++) {
+    char path[4096];
+    const char* colon = strrchr(ups[u], ':');
+    if (!colon || colon == ups[u] || colon[1] == '\0' || (size_t)(colon - ups[u]) >= sizeof(path)) {
+      fprintf(stderr, "empty_probe: bad uprobe '%s' (want PATH:SYMBOL)\n", ups[u]);
+      return 2;
+    }
+    memcpy(path, ups[u], colon - ups[u]);
+    path[colon - ups[u]] = '\0';
+    long long off = symbol_offset(path, colon + 1);
+    int type = off < 0 ? -1 : uprobe_pmu_type();
+    if (type < 0) return 1;
+    struct perf_event_attr attr = {.type = (unsigned)type,
+                                   .config1 = (unsigned long long)(uintptr_t)path,
+                                   .config2 = (unsigned long long)off};
+    if (attach(uprobe_fd, &attr) != 0) return 1;
   }
 
   pid_t pid = fork();

@@ -19,6 +19,7 @@ class Run:
         self.stderr = ""
         self.scratch = None  # the run's scratch directory (removed after the check)
         self.timed_out = False
+        self.events = None   # events the tool reported seeing, when its check could tell
 
     def to_json(self):
         return {"wall_s": round(self.wall, 6), "cpu_s": round(self.cpu, 6),

@@ -1,17 +1,33 @@
 """Workloads and the environment they are built against."""
 
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 
 
 class Workload:
-    def __init__(self, name, group, title, events, tools, acceptance=None):
+    def __init__(self, name, group, title, events, tools, acceptance=None, setup=None,
+                 teardown=None):
         self.name = name          # e.g. W1-getppid
         self.group = group        # e.g. W1 (what --only matches)
         self.title = title
-        self.events = events      # events a tracer of the workload's syscalls sees
-        self.tools = tools        # [Tool]; the first is the untraced baseline
+        # Events a tracer of the workload's syscalls sees; None when only a run can tell (a real
+        # application): then it is the median of what the full-syscall tracers counted.
+        self.events = events
+        self.tools = [t for t in tools if t is not None]  # the first is the untraced baseline
         self.acceptance = acceptance or []  # [(label, fn(results) -> (verdict, detail))]
+        self.setup = setup        # setup() -> error or None, run once before the first run
+        self.teardown = teardown  # teardown(), run once after the last
+
+
+def _is_tmpfs(path):
+    try:
+        with open("/proc/mounts") as f:
+            return any(ln.split()[1] == path and ln.split()[2] == "tmpfs" for ln in f)
+    except (OSError, IndexError):
+        return False
 
 
 class Env:
@@ -24,6 +40,25 @@ class Env:
         self.fay = os.path.join(build, "fay")
         self.own = os.path.join(build, "bench")  # what the harness builds itself
         self.build_errors = {}
+        self._data = None
+        self._tmpfs = None
+        self.record_backends = ()  # `fay record` backends to measure (bench/run --record)
+
+    def data_dir(self):
+        """A scratch directory for input files that outlive one run (W2's 1 GiB file), on the
+        same file system as the runs' scratch directories; removed when the harness exits."""
+        if self._data is None:
+            self._data = tempfile.mkdtemp(prefix="fay-bench-data-")
+            atexit.register(shutil.rmtree, self._data, True)
+        return self._data
+
+    def tmpfs_dir(self):
+        """A directory on tmpfs (/dev/shm), or data_dir() where there is none; removed on exit."""
+        if self._tmpfs is None:
+            base = "/dev/shm" if os.path.isdir("/dev/shm") and _is_tmpfs("/dev/shm") else None
+            self._tmpfs = tempfile.mkdtemp(prefix="fay-bench-", dir=base or self.data_dir())
+            atexit.register(shutil.rmtree, self._tmpfs, True)
+        return self._tmpfs
 
     def scaled(self, n):
         return max(1, int(n * self.scale))
@@ -38,7 +73,12 @@ class Env:
 
     def empty_probe(self):
         src = os.path.join(self.repo, "bench", "empty_probe.c")
-        return self._cc("empty_probe", [src], ["-lbpf"])
+        return self._cc("empty_probe", [src], ["-lbpf", "-lelf"])
+
+    def bench_prog(self, name):
+        """A workload program from bench/workloads/src, static like the test programs."""
+        src = os.path.join(self.repo, "bench", "workloads", "src", name + ".c")
+        return self._cc(name, [src], ["-static", "-pthread"], fallback_flags=["-pthread"])
 
     def runone(self):
         src = os.path.join(self.repo, "bench", "runone.c")

@@ -19,20 +19,24 @@ def _ratio(v):
 def workload_table(w):
     lines = [f"#### {w['name']}: {w['title']}", "",
              "| Tool | Runs | Wall (s) | × untraced | Overhead/event | CPU (s) | Peak RSS (MB) "
-             "| Events/s | Trace B/event | Status |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+             "| Events | Events/s | Trace B/event | Status |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
     for t in w["tools"]:
         if t["status"] != "ok":
-            lines.append(f"| {t['tool']} | {len(t['runs'])} | – | – | – | – | – | – | – "
+            lines.append(f"| {t['tool']} | {len(t['runs'])} | – | – | – | – | – | – | – | – "
                          f"| **failed**: {t['reason']} |")
             continue
         ov = t.get("overhead_ns_per_event")
+        status = "; ".join(x for x in ("ok", t.get("capped") and "capped at " + t["capped"],
+                                       t.get("note")) if x)
         lines.append(
-            f"| {t['tool']} | {len(t['runs'])} | {t['median_wall_s']:.3f} "
+            f"| {t['tool']} | {len(t['runs'])}{'*' if t.get('capped') else ''} "
+            f"| {t['median_wall_s']:.3f} "
             f"| {_ratio(t.get('ratio_untraced'))} | {_f(ov, '.0f') + ' ns' if ov is not None else '–'} "
             f"| {t['median_cpu_s']:.3f} | {t['median_rss_kb'] / 1024:.1f} "
+            f"| {_f(t.get('events'), ',.0f')} "
             f"| {_f(t.get('events_per_s'), ',.0f')} | {_f(t.get('trace_bytes_per_event'), '.1f')} "
-            f"| ok{'; ' + t['note'] if t.get('note') else ''} |")
+            f"| {status} |")
     ok = [t for t in w["tools"] if t["status"] == "ok" and t["kind"] != "untraced"]
     if len(ok) > 1:
         lines += ["", "Wall-time ratio, row ÷ column:", "",

@@ -1,14 +1,20 @@
 """The tools compared on each workload, and how each run is checked.
 
 A check returns (error, note): an error makes the run a failure (never a fast time); a note is
-printed beside a successful figure (e.g. a peer that lost events).
+printed beside a successful figure (e.g. a peer that lost events). A check that learns how many
+events the tool saw stores it in run.events.
 """
 
 import json
 import os
 import re
-import shlex
 import shutil
+import subprocess
+import sys
+
+# Tool.events for a tool that traces only a subset of the workload's syscalls (strace -e
+# trace=%file): its events are the ones it reports, not the workload's.
+OBSERVED = "observed"
 
 
 class Tool:
@@ -19,7 +25,7 @@ class Tool:
         self.check = check            # check(run) -> (error or None, note or None)
         self.needs = list(needs)      # executables that must exist
         self.trace_file = trace_file  # relative to the scratch dir: bytes of trace per event
-        self.events = events          # events this tool traces (None: the workload's count)
+        self.events = events          # None: the workload's count; OBSERVED: what it reported
 
     def missing(self):
         for exe in self.needs:
@@ -42,6 +48,8 @@ def all_of(*checks):
     def check(run):
         notes = []
         for c in checks:
+            if c is None:
+                continue
             err, note = c(run)
             if err:
                 return err, None
@@ -66,10 +74,19 @@ def stderr_has(pattern, what):
 def count_within(label, got, lo, hi):
     if got is None:
         return f"no {label} count in the output"
-    if not lo <= got <= hi:
-        want = str(lo) if lo == hi else f"{lo}..{hi}"
+    if got < lo or (hi is not None and got > hi):
+        want = str(lo) if lo == hi else f"at least {lo}" if hi is None else f"{lo}..{hi}"
         return f"{label} count {got}, expected {want}"
     return None
+
+
+def command_string(argv):
+    """argv as the one string `fay query -c` and `bpftrace -c` take. bpftrace splits it at spaces
+    and honours no quotes, so an argument may hold neither (a workload passes files instead)."""
+    for a in argv:
+        if not a or re.search(r"[\s'\"\\]", a):
+            raise ValueError(f"workload argument {a!r} cannot pass through -c")
+    return " ".join(argv)
 
 
 # --- fay ------------------------------------------------------------------------------------
@@ -87,8 +104,10 @@ def fay_rows(run):
     return rows
 
 
-def fay_tool(env, name, workload_argv, query, comm, lo, hi, member):
-    argv = [env.fay, "query", "--format", "json", "-c", shlex.join(workload_argv), query]
+def fay_tool(env, name, workload_argv, query, comm, lo, hi, member, also=None):
+    """fay query -c; the row for comm (any row when comm is None) must hold member in [lo, hi]
+    (hi None: at least lo). also: the workload's own check, on the same run."""
+    argv = [env.fay, "query", "--format", "json", "-c", command_string(workload_argv), query]
 
     def check(run):
         err = exited_zero(run)
@@ -96,26 +115,89 @@ def fay_tool(env, name, workload_argv, query, comm, lo, hi, member):
             return err, None
         got = None
         for row in fay_rows(run):
-            if row.get("comm") == comm and isinstance(row.get(member), int):
+            if (comm is None or row.get("comm") == comm) and isinstance(row.get(member), int):
                 got = row[member]
-        return count_within(f"{comm} {member}", got, lo, hi), None
-    return Tool(name, "fay", argv, check, needs=[env.fay])
+        run.events = got
+        return count_within(f"{comm or 'the'} {member}", got, lo, hi), None
+    return Tool(name, "fay", argv, all_of(check, also), needs=[env.fay])
 
 
-# --- peers ----------------------------------------------------------------------------------
+def fay_record_tool(env, backend, workload_argv, also=None):
+    """`fay record --backend BACKEND` into a trace file (bytes of trace per event come from it).
 
-
-def bpftrace_tool(env, name, workload_argv, probes, comm, lo, hi):
-    prog = f"{probes} {{ @[comm] = count(); }}"
-    argv = ["bpftrace", "-e", prog, "-c", shlex.join(workload_argv)]
+    None, with the reason printed once, while that backend cannot record /bin/true: the hook is
+    in every syscall workload already, so rows appear as soon as `bench/run --record` asks for a
+    backend that works.
+    """
+    reason = _fay_record_unavailable(env, backend)
+    if reason:
+        _log_once(f"fay record --backend {backend}: skipped, {reason}")
+        return None
+    argv = [env.fay, "record", "-o", "{scratch}/trace.fay", "--backend", backend, "--"] \
+        + workload_argv
 
     def check(run):
         err = exited_zero(run)
         if err:
             return err, None
-        m = re.search(r"^@\[" + re.escape(comm) + r"\]: (\d+)", run.stdout, re.M)
-        return count_within(f"@[{comm}]", int(m.group(1)) if m else None, lo, hi), None
-    return Tool(name, "peer", argv, check, needs=["bpftrace"])
+        if not os.path.exists(os.path.join(run.scratch, "trace.fay")):
+            return "fay record wrote no trace", None
+        return None, None
+    return Tool(f"fay record ({backend})", "fay", argv, all_of(check, also), needs=[env.fay],
+                trace_file="trace.fay")
+
+
+_record_probe = {}
+_logged = set()
+
+
+def _log_once(msg):
+    if msg not in _logged:
+        _logged.add(msg)
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _fay_record_unavailable(env, backend):
+    if backend in _record_probe:
+        return _record_probe[backend]
+    reason = None
+    try:
+        h = subprocess.run([env.fay, "record", "--help"], capture_output=True, text=True,
+                           timeout=30)
+        # A fay without the subcommand prints its top-level help, and exits 0.
+        if h.returncode != 0 or not re.search(r"^Usage: \S+ record\b", h.stdout, re.M):
+            reason = "this fay has no `record` subcommand yet"
+        else:
+            out = os.path.join(env.data_dir(), f"probe-{backend}.fay")
+            r = subprocess.run([env.fay, "record", "-o", out, "--backend", backend, "--",
+                                "/bin/true"], capture_output=True, text=True, timeout=60)
+            if r.returncode != 0:
+                tail = (r.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+                reason = f"it cannot record /bin/true: {tail[:120]}"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        reason = f"cannot run fay: {e}"
+    _record_probe[backend] = reason
+    return reason
+
+
+# --- peers ----------------------------------------------------------------------------------
+
+
+def bpftrace_tool(env, name, workload_argv, probes, comm, lo, hi, also=None):
+    """A count by comm (comm None: a plain `@ = count()`, as for a uprobe)."""
+    key = "" if comm is None else "[comm]"
+    prog = f"{probes} {{ @{key} = count(); }}"
+    argv = ["bpftrace", "-e", prog, "-c", command_string(workload_argv)]
+    pat = r"^@: (\d+)" if comm is None else r"^@\[" + re.escape(comm) + r"\]: (\d+)"
+
+    def check(run):
+        err = exited_zero(run)
+        if err:
+            return err, None
+        m = re.search(pat, run.stdout, re.M)
+        run.events = int(m.group(1)) if m else None
+        return count_within(f"@{key}", run.events, lo, hi), None
+    return Tool(name, "peer", argv, all_of(check, also), needs=["bpftrace"])
 
 
 def strace_summary_calls(text, syscall):
@@ -127,8 +209,8 @@ def strace_summary_calls(text, syscall):
     return None
 
 
-def strace_count_tool(env, name, workload_argv, expect):
-    """strace -f -c; expect maps syscall -> (lo, hi) call counts."""
+def strace_count_tool(env, name, workload_argv, expect, also=None):
+    """strace -f -c; expect maps syscall -> (lo, hi) call counts ("total": all of them)."""
     argv = ["strace", "-f", "-c", "-o", "{scratch}/strace.summary"] + workload_argv
 
     def check(run):
@@ -136,39 +218,59 @@ def strace_count_tool(env, name, workload_argv, expect):
         if not os.path.exists(path):
             return "strace wrote no summary", None
         text = open(path, errors="replace").read()
+        run.events = strace_summary_calls(text, "total")
         for sc, (lo, hi) in expect.items():
             err = count_within(sc, strace_summary_calls(text, sc), lo, hi)
             if err:
                 return err, None
         return None, None
-    return Tool(name, "peer", argv, check, needs=["strace"])
+    return Tool(name, "peer", argv, all_of(check, also), needs=["strace"])
 
 
-def strace_file_tool(env, name, workload_argv, expect):
-    """strace -f -o FILE: the full text trace; counts lines per syscall."""
-    argv = ["strace", "-f", "-o", "{scratch}/strace.out"] + workload_argv
+# One traced call per line: "PID name(" or "name(" (an <unfinished ...> call counts once, on the
+# line that starts it; its "<... name resumed>" line and "+++ exited" lines are not calls).
+_STRACE_CALL = re.compile(r"^(?:\[?(?:pid\s+)?\d+\]?\s+)?([a-z_][a-z0-9_]*)\(")
+
+
+def strace_file_tool(env, name, workload_argv, expect, also=None, options=(), events=None):
+    """strace -f [options] -o FILE: the full text trace; counts its lines per syscall.
+
+    expect maps syscall -> (lo, hi) lines ("total": every call line)."""
+    argv = ["strace", "-f"] + list(options) + ["-o", "{scratch}/strace.out"] + workload_argv
 
     def check(run):
         path = os.path.join(run.scratch, "strace.out")
         if not os.path.exists(path):
             return "strace wrote no trace", None
-        counts = dict.fromkeys(expect, 0)
-        pats = {sc: re.compile(r"(^|\] |\s)" + sc + r"\(") for sc in expect}
+        counts = {}
         with open(path, errors="replace") as f:
             for line in f:
-                for sc, pat in pats.items():
-                    if pat.search(line):
-                        counts[sc] += 1
-                        break
+                m = _STRACE_CALL.match(line)
+                if m:
+                    counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+        run.events = sum(counts.values())
         for sc, (lo, hi) in expect.items():
-            err = count_within(f"{sc} lines", counts[sc], lo, hi)
+            got = run.events if sc == "total" else counts.get(sc, 0)
+            err = count_within(f"{sc} lines", got, lo, hi)
             if err:
                 return err, None
         return None, None
-    return Tool(name, "peer", argv, check, needs=["strace"], trace_file="strace.out")
+    return Tool(name, "peer", argv, all_of(check, also), needs=["strace"],
+                trace_file="strace.out", events=events)
 
 
-def perf_trace_tool(env, name, workload_argv, expect):
+def strace_seccomp_tool(env, workload_argv, expect, also=None):
+    """strace --seccomp-bpf -f -e trace=%file -o FILE: a seccomp filter stops the tracee only on
+    the file syscalls, so everything else runs at full speed. Its events are the ones it wrote."""
+    return strace_file_tool(env, "strace --seccomp-bpf %file", workload_argv, expect, also,
+                            options=["--seccomp-bpf", "-e", "trace=%file"], events=OBSERVED)
+
+
+# A row of perf trace -s's per-thread summary: "   name   calls  errors  total ...".
+_PERF_ROW = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s+(\d+)\s+\d+\s+\d+\.\d+\s", re.M)
+
+
+def perf_trace_tool(env, name, workload_argv, expect, also=None):
     """perf trace -s. perf trace may drop events under load; that is noted, not hidden."""
     argv = ["perf", "trace", "-s", "-o", "{scratch}/perf.out", "--"] + workload_argv
 
@@ -178,6 +280,9 @@ def perf_trace_tool(env, name, workload_argv, expect):
         if run.code != 0:
             tail = ((run.stderr + text).strip().splitlines() or ["(no output)"])[-1]
             return f"exit status {run.code}: {tail[:160]}", None
+        run.events = sum(int(m.group(2)) for m in _PERF_ROW.finditer(text)) or None
+        if run.events is None:
+            return "no rows in the perf trace summary", None
         notes = []
         for sc, (lo, hi) in expect.items():
             total = None
@@ -185,9 +290,9 @@ def perf_trace_tool(env, name, workload_argv, expect):
                 total = (total or 0) + int(m.group(1))
             if total is None:
                 return f"no {sc} row in the perf trace summary", None
-            if total > hi:
+            if hi is not None and total > hi:
                 return f"{sc} count {total}, expected at most {hi}", None
             if total < lo:
                 notes.append(f"lost {lo - total} {sc} events")
         return None, "; ".join(notes) or None
-    return Tool(name, "peer", argv, check, needs=["perf"])
+    return Tool(name, "peer", argv, all_of(check, also), needs=["perf"])

@@ -3,8 +3,9 @@
 import shutil
 
 from benchlib.model import Workload
-from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_tool, perf_trace_tool,
-                            stderr_has, strace_count_tool, strace_file_tool)
+from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_record_tool, fay_tool,
+                            perf_trace_tool, stderr_has, strace_count_tool, strace_file_tool,
+                            strace_seccomp_tool)
 
 # Start-up and exit calls a static test program makes beyond its loop; a dynamic dd makes more.
 SLACK = 200
@@ -58,8 +59,10 @@ def workloads(env):
                           "getppid_loop", n, n),
             strace_count_tool(env, "strace -f -c", loop, {"getppid": exact}),
             strace_file_tool(env, "strace -f -o FILE", loop, {"getppid": exact}),
+            # getppid is not a %file call: the filter lets every one through without a stop.
+            strace_seccomp_tool(env, loop, {"getppid": (0, 0), "execve": (1, 1)}),
             perf_trace_tool(env, "perf trace -s", loop, {"getppid": exact}),
-        ], acceptance=[("per-event overhead (issue 2)", overhead_rule)])
+        ] + [fay_record_tool(env, b, loop) for b in env.record_backends], acceptance=[("per-event overhead (issue 2)", overhead_rule)])
 
     m = env.scaled(1_000_000)
     # An absolute path: bpftrace -c refuses a name that matches both /bin/dd and /usr/bin/dd.
@@ -81,6 +84,8 @@ def workloads(env):
                           "tracepoint:syscalls:sys_enter_write", "dd", 2 * m, 2 * m + SLACK),
             strace_count_tool(env, "strace -f -c", dd, rw),
             strace_file_tool(env, "strace -f -o FILE", dd, rw),
+            strace_seccomp_tool(env, dd, {"read": (0, 0), "write": (0, 0), "execve": (1, 1)},
+                                dd_done),
             perf_trace_tool(env, "perf trace -s", dd, rw),
-        ])
+        ] + [fay_record_tool(env, b, dd, dd_done) for b in env.record_backends])
     return [getppid, ddw]

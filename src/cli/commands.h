@@ -13,5 +13,8 @@ Runner RegisterQuery(CLI::App& app);
 Runner RegisterExplain(CLI::App& app);
 Runner RegisterProbes(CLI::App& app);
 Runner RegisterDoctor(CLI::App& app);
+Runner RegisterInfo(CLI::App& app);
+Runner RegisterDump(CLI::App& app);
+Runner RegisterRecord(CLI::App& app);
 
 }  // namespace fay::cli

@@ -14,6 +14,9 @@ int main(int argc, char** argv) {
   runners["explain"] = fay::cli::RegisterExplain(app);
   runners["probes"] = fay::cli::RegisterProbes(app);
   runners["doctor"] = fay::cli::RegisterDoctor(app);
+  runners["info"] = fay::cli::RegisterInfo(app);
+  runners["dump"] = fay::cli::RegisterDump(app);
+  runners["record"] = fay::cli::RegisterRecord(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

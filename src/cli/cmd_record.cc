@@ -1,0 +1,80 @@
+// fay record [-o FILE] [--backend ptrace|ebpf] [-e SET] [--max-buffer BYTES] [-p PID | -- CMD...]
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "record/recorder.h"
+
+namespace fay::cli {
+namespace {
+
+struct RecordCli {
+  record::RecordOptions opt;
+  std::string max_buffer;
+};
+
+// "4096", "64K", "1M", "1G".
+bool ParseSize(const std::string& s, uint64_t* out) {
+  if (s.empty()) return false;
+  size_t pos = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(s, &pos);
+  } catch (...) {
+    return false;
+  }
+  std::string unit = s.substr(pos);
+  uint64_t mul = 1;
+  if (unit == "K" || unit == "k" || unit == "KiB")
+    mul = 1ull << 10;
+  else if (unit == "M" || unit == "MiB")
+    mul = 1ull << 20;
+  else if (unit == "G" || unit == "GiB")
+    mul = 1ull << 30;
+  else if (!unit.empty())
+    return false;
+  *out = v * mul;
+  return true;
+}
+
+int Run(RecordCli& c) {
+  if (!c.max_buffer.empty() && !ParseSize(c.max_buffer, &c.opt.max_buffer)) {
+    fmt::print(stderr, "fay: --max-buffer: '{}' is not a size (examples: 4096, 64K, 1M)\n",
+               c.max_buffer);
+    return 2;
+  }
+  auto r = record::Record(c.opt);
+  if (!r.ok()) {
+    fmt::print(stderr, "fay: {}\n", r.status().message());
+    return 1;
+  }
+  if (!r->error.empty()) fmt::print(stderr, "fay: {}\n", r->error);
+  if (!c.opt.quiet)
+    fmt::print(stderr,
+               "fay: recorded {} syscalls from {} processes ({} threads) in {:.2f}s to {} "
+               "({:.1f} KiB, {:.1f} KiB of buffers){}\n",
+               r->syscalls, r->processes, r->threads, r->seconds, r->path, r->file_bytes / 1024.0,
+               r->bytes_captured / 1024.0, r->detached ? "; detached" : "");
+  return r->exit_code;
+}
+
+}  // namespace
+
+Runner RegisterRecord(CLI::App& app) {
+  auto c = std::make_shared<RecordCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "record", "record every syscall of a program, buffers included, into a .fay trace");
+  cmd->add_option("-o,--output", c->opt.output, "trace file (default fay-CMD-TIME.fay)");
+  cmd->add_option("--backend", c->opt.backend, "ptrace (default) or ebpf")
+      ->check(CLI::IsMember({"ptrace", "ebpf"}));
+  cmd->add_option("-e", c->opt.syscall_filter,
+                  "record only these syscalls, strace style: read,write or %file,%net or !%memory");
+  cmd->add_option("--max-buffer", c->max_buffer,
+                  "capture at most this many bytes of each buffer (default: whole buffers)");
+  cmd->add_option("-p,--pid", c->opt.pid, "attach to a running process and its threads");
+  cmd->add_flag("-q,--quiet", c->opt.quiet, "no summary on stderr");
+  cmd->add_option("command", c->opt.argv, "the command to run, after --");
+  cmd->positionals_at_end();
+  return [c]() { return Run(*c); };
+}
+
+}  // namespace fay::cli

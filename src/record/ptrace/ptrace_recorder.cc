@@ -1,0 +1,620 @@
+#include "record/ptrace/ptrace_recorder.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "record/ptrace/seccomp_filter.h"
+#include "record/task_info.h"
+#include "record/tracee_memory.h"
+#include "schema/syscall_capture.h"
+#include "schema/syscall_set.h"
+#include "schema/syscall_table.h"
+#include "trace/writer.h"
+
+extern char** environ;
+
+namespace fay::record {
+namespace {
+
+constexpr int kNrExecve = 59, kNrExecveat = 322, kNrPrctl = 157;
+constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+                              PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+
+volatile sig_atomic_t g_stop_signal = 0;
+volatile pid_t g_root = 0;
+
+void OnStopSignal(int sig) {
+  g_stop_signal = sig;
+  // Wakes the tracer's waitpid even when the tracee is idle: the interrupt makes it stop.
+  if (g_root > 0) ptrace(PTRACE_INTERRUPT, g_root, 0, 0);
+}
+
+uint64_t Now(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Task {
+  TaskInfo info;
+  bool info_read = false;
+  bool in_syscall = false;  // between an entry (or seccomp) stop and its exit stop
+  bool record = false;      // the pending call is being recorded
+  SyscallEvent pending;
+};
+
+// execvp's PATH search, done before forking so a missing command is a clear error, not a child
+// that exits 127.
+Expected<std::string> ResolveCommand(const std::string& name) {
+  auto usable = [](const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (usable(name)) return name;
+    return Error(
+        Code::kNotFound,
+        fmt::format("cannot run '{}': {}", name,
+                    access(name.c_str(), F_OK) == 0 ? "not an executable file" : "no such file"));
+  }
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
+    if (usable(cand)) return cand;
+    start = end + 1;
+  }
+  return Error(Code::kNotFound, fmt::format("cannot run '{}': command not found in PATH", name));
+}
+
+class PtraceRecorder {
+ public:
+  explicit PtraceRecorder(const RecordOptions& options) : opt_(options) {}
+  Expected<RecordResult> Run();
+
+ private:
+  Status Prepare();
+  Status Fork();
+  Status Go();
+  Status AttachAll(pid_t pid);
+  void Loop();
+  void OnSyscallStop(pid_t tid, Task& t);
+  void OnEventStop(pid_t tid, Task& t, int event, int status);
+  void OnGone(pid_t tid, int status);
+  void Resume(pid_t tid, int sig = 0);
+  void BeginDetach();
+  Task& TaskFor(pid_t tid);
+  void FillIdentity(pid_t tid, Task& t, SyscallEvent& ev);
+  void Emit(SyscallEvent&& ev);
+
+  const RecordOptions& opt_;
+  RecordResult result_;
+  std::unique_ptr<trace::Writer> writer_;
+  SyscallSet filter_ = SyscallSet::All();
+  bool filtered_ = false;  // -e given
+  bool seccomp_ = false;   // the filter runs in the tracee (spawned commands only)
+  bool started_ = false;   // the root has reached its execve: record from there on
+  bool detaching_ = false;
+  pid_t root_ = 0;
+  int go_fd_ = -1;
+  bool spawned_ = false;
+  int root_status_ = 0;
+  bool root_exited_ = false;
+  std::unordered_map<pid_t, Task> tasks_;
+  std::unordered_map<pid_t, bool> seen_tgids_;
+};
+
+Status PtraceRecorder::Prepare() {
+  if (!opt_.syscall_filter.empty()) {
+    FAY_ASSIGN_OR_RETURN(filter_, ParseSyscallSet(opt_.syscall_filter));
+    filtered_ = true;
+    // execve is how the recorder sees the command start; it stays traced (not recorded unless
+    // the set names it).
+  }
+  return Status::Ok();
+}
+
+// Forks the command, seizes it while it waits on a pipe and stops it; Go() lets it exec. The
+// writer is created in between, so the header knows the root pid and an unwritable output path
+// never runs the command.
+Status PtraceRecorder::Fork() {
+  FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
+  std::vector<sock_filter> filter;
+  if (filtered_) {
+    SyscallSet stops = filter_;
+    stops.Add(kNrExecve);
+    stops.Add(kNrExecveat);
+    filter = BuildSeccompFilter(stops);
+    seccomp_ = true;
+  }
+  std::vector<char*> argv;
+  for (const auto& a : opt_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  pid_t child = fork();
+  if (child < 0) return ErrnoError("fork");
+  if (child == 0) {
+    // Only async-signal-safe calls from here to exec.
+    close(go[1]);
+    char c;
+    ssize_t n;
+    while ((n = read(go[0], &c, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) _exit(125);  // the recorder gave up before starting us
+    if (!filter.empty() && InstallSeccompFilter(filter) != 0) _exit(126);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  close(go[0]);
+  go_fd_ = go[1];
+  root_ = child;
+  g_root = child;
+  spawned_ = true;
+  if (ptrace(PTRACE_SEIZE, child, 0, kOptions) != 0) {
+    Status st = ErrnoError("ptrace(PTRACE_SEIZE) of the command");
+    close(go_fd_);
+    go_fd_ = -1;
+    waitpid(child, nullptr, 0);
+    return st;
+  }
+  ptrace(PTRACE_INTERRUPT, child, 0, 0);
+  int status;
+  while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  tasks_[child];
+  return Status::Ok();
+}
+
+Status PtraceRecorder::Go() {
+  Resume(root_);
+  bool ok = write(go_fd_, "g", 1) == 1;
+  close(go_fd_);
+  go_fd_ = -1;
+  if (!ok) return ErrnoError("starting the command");
+  return Status::Ok();
+}
+
+Status PtraceRecorder::AttachAll(pid_t pid) {
+  if (kill(pid, 0) != 0)
+    return Error(Code::kNotFound, errno == ESRCH
+                                      ? fmt::format("no process with pid {}", pid)
+                                      : fmt::format("pid {}: {}", pid, std::strerror(errno)));
+  root_ = pid;
+  g_root = pid;
+  started_ = true;
+  // Threads created while we attach are caught by TRACECLONE on the ones already seized; the
+  // loop re-reads the task list until it stops growing.
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    DIR* d = opendir(dir.c_str());
+    if (!d) return ErrnoError(fmt::format("pid {}: cannot list threads", pid));
+    while (dirent* e = readdir(d)) {
+      pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+      if (tid <= 0 || tasks_.count(tid)) continue;
+      if (ptrace(PTRACE_SEIZE, tid, 0, kOptions & ~PTRACE_O_EXITKILL) != 0) {
+        if (errno == ESRCH) continue;  // exited meanwhile
+        int err = errno;
+        closedir(d);
+        return Error(Code::kPermission,
+                     fmt::format("cannot trace pid {}: {}{}", pid, std::strerror(err),
+                                 err == EPERM ? " (run as root, or check "
+                                                "/proc/sys/kernel/yama/ptrace_scope and that no "
+                                                "other tracer is attached)"
+                                              : ""));
+      }
+      ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+      tasks_[tid];
+      grew = true;
+    }
+    closedir(d);
+  }
+  return Status::Ok();
+}
+
+Task& PtraceRecorder::TaskFor(pid_t tid) {
+  return tasks_[tid];
+}
+
+void PtraceRecorder::Resume(pid_t tid, int sig) {
+  // With the seccomp filter in place, syscall stops come from the filter; PTRACE_CONT runs to
+  // the next one. Inside a call (after a seccomp stop) PTRACE_SYSCALL stops at its exit.
+  auto it = tasks_.find(tid);
+  bool to_exit = it != tasks_.end() && it->second.in_syscall;
+  int req = (seccomp_ && !to_exit) ? PTRACE_CONT : PTRACE_SYSCALL;
+  ptrace(static_cast<__ptrace_request>(req), tid, 0, sig);
+}
+
+void PtraceRecorder::FillIdentity(pid_t tid, Task& t, SyscallEvent& ev) {
+  if (!t.info_read) {
+    t.info_read = ReadTaskInfo(tid, &t.info);
+    if (!t.info_read) t.info.tgid = tid;
+  }
+  ev.pid = t.info.tgid;
+  ev.tid = tid;
+  ev.ppid = t.info.ppid;
+  ev.uid = t.info.uid;
+  ev.comm = t.info.comm;
+}
+
+void PtraceRecorder::Emit(SyscallEvent&& ev) {
+  if (!writer_->Append(std::move(ev))) {
+    if (result_.error.empty()) {
+      result_.error = "the trace could not be written (disk full or I/O error); recording stopped";
+      BeginDetach();
+    }
+    return;
+  }
+  ++result_.syscalls;
+}
+
+void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
+  __ptrace_syscall_info info{};
+  long n = ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info);
+  if (n <= 0) {
+    Resume(tid);
+    return;
+  }
+  if (info.op == PTRACE_SYSCALL_INFO_ENTRY || info.op == PTRACE_SYSCALL_INFO_SECCOMP) {
+    uint64_t now = Now(CLOCK_MONOTONIC);
+    int nr =
+        static_cast<int>(info.op == PTRACE_SYSCALL_INFO_ENTRY ? info.entry.nr : info.seccomp.nr);
+    const uint64_t* args =
+        info.op == PTRACE_SYSCALL_INFO_ENTRY ? info.entry.args : info.seccomp.args;
+    if (!started_ && tid == root_ && (nr == kNrExecve || nr == kNrExecveat)) started_ = true;
+    t.in_syscall = true;
+    t.record = started_ && filter_.Contains(nr);
+    if (t.record) {
+      SyscallEvent& ev = t.pending;
+      ev = SyscallEvent{};
+      ev.entry_ns = now;
+      ev.nr = nr;
+      for (int i = 0; i < 6; ++i) ev.args[i] = args[i];
+      FillIdentity(tid, t, ev);
+      ProcessVmMemory mem(tid);
+      CaptureAtEntry(nr, ev.args, mem, opt_.max_buffer, &ev.buffers);
+    }
+    Resume(tid);
+    return;
+  }
+  if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
+    uint64_t now = Now(CLOCK_MONOTONIC);
+    bool was = t.in_syscall;
+    t.in_syscall = false;
+    if (was && t.record) {
+      SyscallEvent ev = std::move(t.pending);
+      ev.exit_ns = now;
+      ev.ret = info.exit.rval;
+      ProcessVmMemory mem(tid);
+      CaptureAtExit(ev.nr, ev.args, ev.ret, mem, opt_.max_buffer, &ev.buffers);
+      int nr = ev.nr;
+      int64_t ret = ev.ret;
+      // Calls that change what later events carry (read while the thread is still stopped).
+      if (ret >= 0 && (nr == kNrPrctl || nr == kNrExecve || nr == kNrExecveat))
+        ReadTaskComm(tid, &t.info.comm);
+      if (ret >= 0 && (nr == 105 || nr == 113 || nr == 117 || nr == 122))  // set*uid
+        t.info_read = false;
+      t.record = false;
+      // Everything the stop was needed for is copied: let the program run while the event is
+      // queued, so the two overlap on separate CPUs.
+      Resume(tid);
+      Emit(std::move(ev));
+      return;
+    }
+    t.record = false;
+    Resume(tid);
+    return;
+  }
+  Resume(tid);
+}
+
+void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
+  uint64_t now = Now(CLOCK_MONOTONIC);
+  switch (event) {
+    case PTRACE_EVENT_FORK:
+    case PTRACE_EVENT_VFORK:
+    case PTRACE_EVENT_CLONE: {
+      unsigned long msg = 0;
+      ptrace(PTRACE_GETEVENTMSG, tid, 0, &msg);
+      pid_t child = static_cast<pid_t>(msg);
+      Task& c = TaskFor(child);
+      if (!t.info_read) t.info_read = ReadTaskInfo(tid, &t.info);
+      c.info = t.info;  // inherited; tgid and ppid fixed below
+      bool thread = false;
+      if (event == PTRACE_EVENT_CLONE && t.in_syscall) {
+        // clone(flags, ...) or clone3(&args): CLONE_THREAD decides.
+        uint64_t flags = t.pending.args[0];
+        if (t.pending.nr == 435) {
+          ProcessVmMemory mem(tid);
+          if (mem.Read(t.pending.args[0], &flags, sizeof flags) != sizeof flags) flags = 0;
+        }
+        thread = (flags & 0x00010000) != 0;  // CLONE_THREAD
+      }
+      if (thread) {
+        c.info.tgid = t.info.tgid;
+      } else {
+        c.info.tgid = child;
+        c.info.ppid = t.info.tgid;
+      }
+      c.info_read = t.info_read;
+      if (thread)
+        ++result_.threads;
+      else
+        ++result_.processes;
+      if (started_) {
+        ProcessEvent pe;
+        pe.kind = ProcessEventKind::kFork;
+        pe.time_ns = now;
+        pe.pid = c.info.tgid;
+        pe.tid = child;
+        pe.parent_pid = t.info.tgid;
+        pe.is_thread = thread;
+        writer_->Append(std::move(pe));
+      }
+      Resume(tid);
+      return;
+    }
+    case PTRACE_EVENT_EXEC: {
+      unsigned long former = 0;
+      ptrace(PTRACE_GETEVENTMSG, tid, 0, &former);
+      if (static_cast<pid_t>(former) != tid) {
+        // A non-leader thread exec'd: it now has the leader's id, and its pending execve with it.
+        auto it = tasks_.find(static_cast<pid_t>(former));
+        if (it != tasks_.end()) {
+          t.in_syscall = it->second.in_syscall;
+          t.record = it->second.record;
+          t.pending = std::move(it->second.pending);
+          t.pending.tid = tid;
+          tasks_.erase(it);
+        }
+      }
+      ReadTaskComm(tid, &t.info.comm);
+      if (started_) {
+        ProcessEvent pe;
+        pe.kind = ProcessEventKind::kExec;
+        pe.time_ns = now;
+        pe.pid = t.info.tgid ? t.info.tgid : tid;
+        pe.tid = tid;
+        pe.path = ReadProcLink(tid, "exe");
+        writer_->Append(std::move(pe));
+      }
+      Resume(tid);
+      return;
+    }
+    case PTRACE_EVENT_STOP: {
+      int sig = WSTOPSIG(status);
+      if (detaching_) {
+        ptrace(PTRACE_DETACH, tid, 0, 0);
+        tasks_.erase(tid);
+        return;
+      }
+      if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+        // A group-stop: stay stopped the way the program was asked to, until SIGCONT.
+        ptrace(PTRACE_LISTEN, tid, 0, 0);
+        return;
+      }
+      Resume(tid);
+      return;
+    }
+    default:
+      if (event == PTRACE_EVENT_SECCOMP) {
+        OnSyscallStop(tid, t);
+        return;
+      }
+      Resume(tid);
+  }
+}
+
+void PtraceRecorder::OnGone(pid_t tid, int status) {
+  auto it = tasks_.find(tid);
+  if (it != tasks_.end()) {
+    Task& t = it->second;
+    if (t.in_syscall && t.record) {
+      // exit, exit_group, or killed inside a call: strace prints "= ?".
+      SyscallEvent ev = std::move(t.pending);
+      ev.flags |= kEventNoExit;
+      Emit(std::move(ev));
+    }
+    if (started_) {
+      ProcessEvent pe;
+      pe.kind = ProcessEventKind::kExit;
+      pe.time_ns = Now(CLOCK_MONOTONIC);
+      pe.pid = t.info.tgid ? t.info.tgid : tid;
+      pe.tid = tid;
+      pe.exit_status = status;
+      writer_->Append(std::move(pe));
+    }
+    tasks_.erase(it);
+  }
+  if (tid == root_) {
+    root_exited_ = true;
+    root_status_ = status;
+  }
+}
+
+void PtraceRecorder::BeginDetach() {
+  if (detaching_) return;
+  detaching_ = true;
+  // Each tracee must be in a ptrace-stop to be detached: interrupt them all, detach each as its
+  // stop arrives (OnEventStop / the loop).
+  for (auto& [tid, t] : tasks_) ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+}
+
+void PtraceRecorder::Loop() {
+  while (!tasks_.empty()) {
+    if (g_stop_signal && !detaching_) BeginDetach();
+    int status = 0;
+    pid_t tid = waitpid(-1, &status, __WALL);
+    if (tid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nothing left to wait for
+    }
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      OnGone(tid, status);
+      continue;
+    }
+    if (!WIFSTOPPED(status)) continue;
+    Task& t = TaskFor(tid);
+    if (detaching_) {
+      // Any stop will do, except that a pending signal must go back to the program.
+      int sig = WSTOPSIG(status);
+      bool plain_signal = (status >> 16) == 0 && sig != (SIGTRAP | 0x80);
+      if (ptrace(PTRACE_DETACH, tid, 0, plain_signal ? sig : 0) == 0 || errno == ESRCH)
+        tasks_.erase(tid);
+      continue;
+    }
+    int event = status >> 16;
+    if (event != 0) {
+      OnEventStop(tid, t, event, status);
+    } else if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+      OnSyscallStop(tid, t);
+    } else {
+      // A signal on its way to the program: deliver it.
+      Resume(tid, WSTOPSIG(status));
+    }
+  }
+}
+
+Expected<RecordResult> PtraceRecorder::Run() {
+  FAY_RETURN_IF_ERROR(Prepare());
+  RecordingInfo info;
+  utsname u{};
+  uname(&u);
+  info.host = u.nodename;
+  info.kernel = u.release;
+  info.arch = u.machine;
+  info.backend = "ptrace";
+  info.syscall_table_version = kSyscallTableVersion;
+  info.max_buffer = opt_.max_buffer;
+  info.syscall_filter = opt_.syscall_filter;
+  if (opt_.pid) {
+    info.argv = ReadProcStrings(opt_.pid, "cmdline");
+    info.env = ReadProcStrings(opt_.pid, "environ");
+    info.cwd = ReadProcLink(opt_.pid, "cwd");
+    info.root_pid = opt_.pid;
+  } else {
+    info.argv = opt_.argv;
+    for (char** e = environ; e && *e; ++e) info.env.emplace_back(*e);
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) info.cwd = cwd;
+  }
+  result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
+
+  // The writer thread must not take SIGINT/SIGTERM: block them while it is created (threads
+  // inherit the mask), then take them on this thread only.
+  sigset_t stop_sigs, old;
+  sigemptyset(&stop_sigs);
+  sigaddset(&stop_sigs, SIGINT);
+  sigaddset(&stop_sigs, SIGTERM);
+  sigaddset(&stop_sigs, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
+  if (opt_.pid && kill(opt_.pid, 0) != 0) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return Error(Code::kNotFound, errno == ESRCH
+                                      ? fmt::format("no process with pid {}", opt_.pid)
+                                      : fmt::format("pid {}: {}", opt_.pid, std::strerror(errno)));
+  }
+  if (!opt_.pid) {
+    Status forked = Fork();
+    if (!forked.ok()) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      return forked;
+    }
+    info.root_pid = root_;
+  }
+  info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
+  info.anchor_realtime_ns = Now(CLOCK_REALTIME);
+  auto writer = trace::Writer::Create(result_.path, info);
+  if (!writer.ok()) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (spawned_) {
+      // Closing the pipe makes the child exit without ever running the command.
+      close(go_fd_);
+      go_fd_ = -1;
+      ptrace(PTRACE_DETACH, root_, 0, 0);
+      waitpid(root_, nullptr, 0);
+    }
+    return writer.status();
+  }
+  writer_ = std::move(writer).value();
+
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int, old_term, old_hup;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+
+  uint64_t t0 = Now(CLOCK_MONOTONIC);
+  Status started = opt_.pid ? AttachAll(opt_.pid) : Go();
+  if (!started.ok()) {
+    for (auto& [tid, t] : tasks_) ptrace(PTRACE_DETACH, tid, 0, 0);
+    writer_->Close();
+    unlink(result_.path.c_str());
+    return started;
+  }
+  ++result_.processes;
+  ++result_.threads;
+  Loop();
+  result_.detached = detaching_;
+  Status closed = writer_->Close();
+  if (!closed.ok() && result_.error.empty()) result_.error = closed.message();
+  trace::WriterStats st = writer_->stats();
+  result_.bytes_captured = st.bytes_captured;
+  result_.file_bytes = st.file_bytes;
+  result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;
+
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  g_root = 0;
+
+  if (spawned_ && !root_exited_) {
+    // Detached early: the command runs on; its status is still ours to report.
+    int status = 0;
+    while (waitpid(root_, &status, 0) < 0 && errno == EINTR) {
+    }
+    root_status_ = status;
+    root_exited_ = true;
+  }
+  if (spawned_ && root_exited_) {
+    result_.exit_code = WIFEXITED(root_status_)     ? WEXITSTATUS(root_status_)
+                        : WIFSIGNALED(root_status_) ? 128 + WTERMSIG(root_status_)
+                                                    : 1;
+  }
+  if (!result_.error.empty()) result_.exit_code = 1;
+  return result_;
+}
+
+}  // namespace
+
+Expected<RecordResult> RecordWithPtrace(const RecordOptions& options) {
+  PtraceRecorder r(options);
+  return r.Run();
+}
+
+}  // namespace fay::record

@@ -1,0 +1,38 @@
+#include "record/recorder.h"
+
+#include <time.h>
+
+#include <fmt/format.h>
+
+#include "record/ptrace/ptrace_recorder.h"
+
+namespace fay::record {
+
+std::string DefaultOutputName(const RecordOptions& options) {
+  std::string cmd = "pid" + std::to_string(options.pid);
+  if (!options.argv.empty()) {
+    cmd = options.argv[0];
+    size_t slash = cmd.rfind('/');
+    if (slash != std::string::npos) cmd = cmd.substr(slash + 1);
+  }
+  time_t now = time(nullptr);
+  tm t{};
+  localtime_r(&now, &t);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &t);
+  return fmt::format("fay-{}-{}.fay", cmd, stamp);
+}
+
+Expected<RecordResult> Record(const RecordOptions& options) {
+  if (options.backend == "ebpf")
+    return Error(Code::kUnsupported,
+                 "the eBPF recording backend is not yet available; use --backend ptrace");
+  if (options.backend != "ptrace")
+    return Error(Code::kInvalidArgument,
+                 fmt::format("unknown backend '{}' (ptrace or ebpf)", options.backend));
+  if (options.argv.empty() == (options.pid == 0))
+    return Error(Code::kInvalidArgument, "give either -p PID or a command after --");
+  return RecordWithPtrace(options);
+}
+
+}  // namespace fay::record

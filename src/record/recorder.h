@@ -1,0 +1,48 @@
+// `fay record`: runs or attaches to a program and writes everything it does at the system-call
+// level into a .fay trace. The backend (ptrace now, eBPF next) only decides how events are
+// captured; the trace they produce is the same.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fay::record {
+
+struct RecordOptions {
+  std::string output;  // empty: DefaultOutputName
+  std::string backend = "ptrace";
+  std::string syscall_filter;     // -e, strace trace= syntax; empty = every syscall
+  uint64_t max_buffer = 0;        // 0 = whole buffers
+  pid_t pid = 0;                  // -p: attach to this process and its threads
+  std::vector<std::string> argv;  // or run this command
+  bool quiet = false;             // no summary on stderr
+};
+
+struct RecordResult {
+  std::string path;
+  int exit_code = 0;      // what fay should exit with: the command's status, 128+signal
+  bool detached = false;  // recording stopped early (signal, -p detach or a write error)
+  uint64_t syscalls = 0;
+  uint64_t processes = 0;
+  uint64_t threads = 0;
+  uint64_t bytes_captured = 0;
+  uint64_t file_bytes = 0;
+  double seconds = 0;
+  std::string error;  // non-empty: the trace stopped early because of this
+};
+
+// fay-<command>-<YYYYmmdd-HHMMSS>.fay in the current directory.
+std::string DefaultOutputName(const RecordOptions& options);
+
+// Records until the command (or, with -p, the process) ends, or until SIGINT/SIGTERM, which
+// detach cleanly. Errors before the program runs (no such command or pid, unwritable output,
+// bad -e) come back as a Status; a failure during recording comes back in RecordResult::error
+// after the program was detached unharmed.
+Expected<RecordResult> Record(const RecordOptions& options);
+
+}  // namespace fay::record

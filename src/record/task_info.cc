@@ -1,0 +1,81 @@
+#include "record/task_info.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace fay::record {
+namespace {
+
+// Small /proc files fit one read.
+std::string Slurp(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+}  // namespace
+
+bool ReadTaskComm(pid_t tid, std::array<char, 16>* out) {
+  std::string s = Slurp("/proc/" + std::to_string(tid) + "/comm");
+  if (s.empty()) return false;
+  if (s.back() == '\n') s.pop_back();
+  out->fill(0);
+  std::memcpy(out->data(), s.data(), std::min<size_t>(s.size(), 15));
+  return true;
+}
+
+bool ReadTaskInfo(pid_t tid, TaskInfo* out) {
+  std::string s = Slurp("/proc/" + std::to_string(tid) + "/status");
+  if (s.empty()) return false;
+  auto field = [&](const char* name) -> long {
+    size_t at = s.find(std::string("\n") + name + ":");
+    if (at == std::string::npos) return 0;
+    return std::strtol(s.c_str() + at + std::strlen(name) + 2, nullptr, 10);
+  };
+  out->tgid = static_cast<pid_t>(field("Tgid"));
+  out->ppid = static_cast<pid_t>(field("PPid"));
+  out->uid = static_cast<uint32_t>(field("Uid"));
+  if (!ReadTaskComm(tid, &out->comm)) {
+    // "Name:" is the first line of status.
+    out->comm.fill(0);
+    if (s.rfind("Name:", 0) == 0) {
+      size_t b = s.find_first_not_of(" \t", 5), e = s.find('\n');
+      if (b != std::string::npos && e != std::string::npos && e > b)
+        std::memcpy(out->comm.data(), s.data() + b, std::min<size_t>(e - b, 15));
+    }
+  }
+  return true;
+}
+
+std::string ReadProcLink(pid_t pid, const char* what) {
+  char buf[PATH_MAX];
+  std::string path = "/proc/" + std::to_string(pid) + "/" + what;
+  ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::vector<std::string> ReadProcStrings(pid_t pid, const char* what) {
+  std::string s = Slurp("/proc/" + std::to_string(pid) + "/" + what);
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t end = s.find('\0', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace fay::record

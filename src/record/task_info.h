@@ -1,0 +1,30 @@
+// Per-thread facts a recorded event carries (tgid, ppid, uid, comm), read from /proc when a
+// thread is first seen and again after the calls that change them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fay::record {
+
+struct TaskInfo {
+  pid_t tgid = 0;
+  pid_t ppid = 0;
+  uint32_t uid = 0;
+  std::array<char, 16> comm{};
+};
+
+// False when the thread is already gone.
+bool ReadTaskInfo(pid_t tid, TaskInfo* out);
+// The thread's comm only (after exec or prctl(PR_SET_NAME)).
+bool ReadTaskComm(pid_t tid, std::array<char, 16>* out);
+// /proc/PID/exe, cwd; empty when unreadable.
+std::string ReadProcLink(pid_t pid, const char* what);
+// /proc/PID/environ or cmdline as a list of NUL-separated strings.
+std::vector<std::string> ReadProcStrings(pid_t pid, const char* what);
+
+}  // namespace fay::record

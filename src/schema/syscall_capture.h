@@ -1,0 +1,54 @@
+// Capture rules: which user buffers a recorder copies for a syscall, at entry (data going into
+// the kernel) and at exit (data coming out), and how long each is. The rules are read off the
+// syscall table's argument specs, so the ptrace recorder and the eBPF recorder, which mirrors
+// them, copy the same bytes.
+//
+// Sub-buffer numbering (CapturedBuffer::sub), per argument:
+//   iovec array    0 = the struct iovec[] itself, 1 + i = the data of element i
+//   msghdr         0 = struct msghdr, 1 = msg_name, 2 = msg_control, 3 = the struct iovec[],
+//                  4 + i = the data of element i
+//   argv/envp      0 = the char*[] up to its NULL, 1 + i = string i
+//   everything else 0
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "schema/syscall_event.h"
+#include "schema/syscall_table.h"
+
+namespace fay {
+
+class TraceeMemory {
+ public:
+  virtual ~TraceeMemory() = default;
+  // Copies up to len bytes from the tracee at addr; returns bytes copied (0 = unreadable).
+  virtual size_t Read(uint64_t addr, void* dst, size_t len) = 0;
+};
+
+// Longest path or string captured, NUL excluded (PATH_MAX).
+inline constexpr uint64_t kMaxCapturedString = 4096;
+// Most pointers read from a NULL-terminated pointer array (execve argv/envp).
+inline constexpr uint64_t kMaxCapturedArrayEntries = 4096;
+// Most iovec elements followed (UIO_MAXIOV).
+inline constexpr uint64_t kMaxCapturedIovecs = 1024;
+// Even with max_buffer 0 (unlimited) no single buffer grows past this, so a bogus length in a
+// failing call cannot exhaust the recorder's memory.
+inline constexpr uint64_t kHardBufferCap = 1ull << 30;
+
+// Size in bytes of the fixed-size user struct an ArgType names on x86-64; 0 for variable ones.
+uint64_t FixedArgSize(ArgType type);
+
+// Buffers going into the kernel (paths, write data, structs passed in, iovec arrays + elements of
+// writev, sockaddr of connect/bind/sendto, msghdr of sendmsg, ...).
+void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
+                    uint64_t max_buffer, std::vector<CapturedBuffer>* out);
+
+// Buffers coming out of the kernel, sized by the return value where the table says so. Nothing
+// is captured for a failed call (ret < 0).
+void CaptureAtExit(int nr, const std::array<uint64_t, 6>& args, int64_t ret, TraceeMemory& mem,
+                   uint64_t max_buffer, std::vector<CapturedBuffer>* out);
+
+}  // namespace fay

@@ -1,0 +1,324 @@
+#include "schema/syscall_format.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <optional>
+
+#include "schema/decode/struct_format.h"
+#include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
+
+namespace fay {
+namespace {
+
+using decode::ArgContext;
+
+constexpr uint64_t kOCreat = 0100;
+constexpr uint64_t kOTmpfileBit = 020000000;
+
+bool IsPrint(uint8_t c) {
+  return c >= 0x20 && c <= 0x7e;
+}
+
+std::string Scalar(const ArgSpec& a, uint64_t v) {
+  switch (a.type) {
+    case ArgType::kInt:
+    case ArgType::kFd:
+      return std::to_string(static_cast<int32_t>(v));
+    case ArgType::kLong:
+      return std::to_string(static_cast<int64_t>(v));
+    case ArgType::kUint:
+      return std::to_string(static_cast<uint32_t>(v));
+    case ArgType::kUlong:
+      return std::to_string(v);
+    case ArgType::kHex:
+      return v == 0 ? "0" : fmt::format("{:#x}", v);
+    case ArgType::kPtr:
+      return v == 0 ? "NULL" : fmt::format("{:#x}", v);
+    case ArgType::kDirfd:
+      return static_cast<int32_t>(v) == -100 ? "AT_FDCWD" : std::to_string(static_cast<int32_t>(v));
+    case ArgType::kFlags:
+      // Flag arguments are C ints (clone's are a long): stray upper register bits are not
+      // part of the value.
+      return FormatFlags(a.set, a.set == ValueSet::kCloneFlags ? v : static_cast<uint32_t>(v));
+    case ArgType::kEnum:
+      return FormatEnum(a.set, v);
+    case ArgType::kMode:
+    case ArgType::kOpenMode:
+      return decode::FormatMode(static_cast<uint32_t>(v));
+    case ArgType::kSignal:
+      return SignalName(static_cast<int32_t>(v));
+    case ArgType::kUid:
+      return static_cast<int32_t>(v) == -1 ? "-1" : std::to_string(static_cast<uint32_t>(v));
+    default:
+      return v == 0 ? "NULL" : fmt::format("{:#x}", v);
+  }
+}
+
+// The socket protocol is named from the domain: IPPROTO_* only means something for IP.
+std::string SockProto(const SyscallEvent& ev) {
+  uint32_t domain = static_cast<uint32_t>(ev.args[0]);
+  if (domain == 2 || domain == 10) return FormatEnum(ValueSet::kSockProto, ev.args[2]);
+  return std::to_string(static_cast<int32_t>(ev.args[2]));
+}
+
+std::string FutexOp(uint64_t op) {
+  uint32_t v = static_cast<uint32_t>(op);
+  std::string name = FormatEnum(ValueSet::kFutexOp, v & 0x7f);
+  if (v & 128) name += "_PRIVATE";
+  if (v & 256) name += "|FUTEX_CLOCK_REALTIME";
+  if (v & ~0x1ffu) name += fmt::format("|{:#x}", v & ~0x1ffu);
+  return name;
+}
+
+std::string FormatFutex(const SyscallEvent& ev) {
+  uint32_t cmd = static_cast<uint32_t>(ev.args[1]) & 0x7f;
+  auto ptr = [&](int i) { return Scalar(ArgSpec{"", ArgType::kPtr}, ev.args[i]); };
+  auto val = [&](int i) { return std::to_string(static_cast<int32_t>(ev.args[i])); };
+  auto bitset = [&](int i) {
+    return static_cast<uint32_t>(ev.args[i]) == 0xffffffffu
+               ? std::string("FUTEX_BITSET_MATCH_ANY")
+               : fmt::format("{:#x}", static_cast<uint32_t>(ev.args[i]));
+  };
+  std::string out = fmt::format("{}, {}, ", ptr(0), FutexOp(ev.args[1]));
+  switch (cmd) {
+    case 0:
+      return out + val(2) + ", " + ptr(3);  // WAIT
+    case 1:
+    case 7:
+      return cmd == 7 ? fmt::format("{}, {}", ptr(0), FutexOp(ev.args[1])) : out + val(2);  // WAKE
+    case 3:
+      return out + val(2) + ", " + val(3) + ", " + ptr(4);  // REQUEUE
+    case 4:
+    case 12:
+      return out + val(2) + ", " + val(3) + ", " + ptr(4) + ", " + val(5);  // CMP_REQUEUE
+    case 9:
+      return out + val(2) + ", " + ptr(3) + ", " + bitset(5);  // WAIT_BITSET
+    case 10:
+      return out + val(2) + ", " + bitset(5);  // WAKE_BITSET
+    case 6:
+    case 8:
+    case 13:
+      return fmt::format("{}, {}, {}", ptr(0), FutexOp(ev.args[1]), ptr(3));
+    default:
+      return out + val(2) + ", " + ptr(3) + ", " + ptr(4) + ", " + fmt::format("{:#x}", ev.args[5]);
+  }
+}
+
+std::string FormatClone(const SyscallEvent& ev) {
+  uint64_t flags = ev.args[0];
+  std::string f;
+  uint64_t named = flags & ~0xffull;
+  if (named) f = FormatFlags(ValueSet::kCloneFlags, named);
+  if (flags & 0xff) {
+    if (!f.empty()) f += '|';
+    f += SignalName(static_cast<int>(flags & 0xff));
+  }
+  if (f.empty()) f = "0";
+  auto ptr = [](uint64_t v) { return v == 0 ? std::string("NULL") : fmt::format("{:#x}", v); };
+  std::string out = "child_stack=" + ptr(ev.args[1]) + ", flags=" + f;
+  if (flags & 0x100000) out += ", parent_tid=" + ptr(ev.args[2]);  // CLONE_PARENT_SETTID
+  if (flags & 0x80000) out += ", tls=" + ptr(ev.args[4]);          // CLONE_SETTLS
+  if (flags & (0x1000000 | 0x200000)) out += ", child_tidptr=" + ptr(ev.args[3]);
+  return out;
+}
+
+// fcntl's third argument means something different per command, and some commands take none.
+std::optional<std::string> FcntlArg(uint32_t cmd, uint64_t arg) {
+  switch (cmd) {
+    case 1:
+    case 3:
+    case 9:
+    case 11:
+    case 1025:
+    case 1032:
+    case 1034:
+      return std::nullopt;
+    case 2:
+      return FormatFlags(ValueSet::kFdFlags, static_cast<uint32_t>(arg));
+    case 4:
+      return FormatFlags(ValueSet::kOpenFlags, static_cast<uint32_t>(arg));
+    case 0:
+    case 1030:
+    case 8:
+    case 10:
+    case 1031:
+      return std::to_string(static_cast<int32_t>(arg));
+    default:
+      return arg == 0 ? std::string("NULL") : fmt::format("{:#x}", arg);
+  }
+}
+
+std::string FormatArgs(const ArgContext& ctx) {
+  const SyscallEvent& ev = ctx.ev;
+  const SyscallSignature& sig = ctx.sig;
+  std::string name(sig.name);
+  if (name == "clone") return FormatClone(ev);
+  if (name == "futex") return FormatFutex(ev);
+  std::string out;
+  for (int i = 0; i < sig.nargs; ++i) {
+    const ArgSpec& a = sig.args[i];
+    std::optional<std::string> text;
+    if (a.type == ArgType::kOpenMode) {
+      // open's mode only exists when the flags ask for a new file.
+      int flags_arg = i - 1;
+      uint64_t flags = flags_arg >= 0 ? ev.args[flags_arg] : 0;
+      if (flags & (kOCreat | kOTmpfileBit)) text = Scalar(a, ev.args[i]);
+    } else if (name == "fcntl" && i == 2) {
+      text = FcntlArg(static_cast<uint32_t>(ev.args[1]), ev.args[2]);
+    } else if (a.set == ValueSet::kSockProto) {
+      text = SockProto(ev);
+    } else if (a.type >= ArgType::kPath) {
+      text = decode::FormatMemoryArg(ctx, i);
+    } else {
+      text = Scalar(a, ev.args[i]);
+    }
+    if (!text) continue;
+    if (!out.empty()) out += ", ";
+    out += *text;
+  }
+  return out;
+}
+
+std::string FormatReturn(const ArgContext& ctx) {
+  const SyscallEvent& ev = ctx.ev;
+  if ((ev.flags & kEventNoExit) || ctx.sig.ret == RetType::kNoReturn) return "?";
+  int64_t ret = ev.ret;
+  if (ret < 0 && ret >= -4095) {
+    int err = static_cast<int>(-ret);
+    std::string_view name = ErrnoName(err);
+    std::string msg = ErrnoMessage(err);
+    if (err >= 512 && err <= 530 && !name.empty()) return fmt::format("? {} ({})", name, msg);
+    if (name.empty()) return fmt::format("-1 {} ({})", err, msg);
+    return fmt::format("-1 {} ({})", name, msg);
+  }
+  switch (ctx.sig.ret) {
+    case RetType::kHex:
+      return ret == 0 ? "0" : fmt::format("{:#x}", static_cast<uint64_t>(ret));
+    case RetType::kOctal:
+      return fmt::format("{:#03o}", static_cast<uint64_t>(ret));
+    case RetType::kFcntl: {
+      uint32_t cmd = static_cast<uint32_t>(ev.args[1]);
+      if (cmd == 1 && ret != 0)
+        return fmt::format("{:#x} (flags {})", ret, FormatFlags(ValueSet::kFdFlags, ret));
+      if (cmd == 3)
+        return fmt::format("{} (flags {})", ret == 0 ? "0" : fmt::format("{:#x}", ret),
+                           FormatFlags(ValueSet::kOpenFlags, ret));
+      return std::to_string(ret);
+    }
+    default:
+      break;
+  }
+  std::string out = std::to_string(ret);
+  std::string suffix = decode::ReturnSuffix(ctx);
+  if (!suffix.empty()) out += " (" + suffix + ")";
+  return out;
+}
+
+bool IsDataBuffer(const SyscallSignature& sig, const CapturedBuffer& b) {
+  if (b.arg >= sig.nargs) return false;
+  ArgType t = sig.args[b.arg].type;
+  if (t == ArgType::kBuf || t == ArgType::kHexBuf) return true;
+  if (t == ArgType::kIovec) return b.sub >= 1;
+  if (t == ArgType::kMsghdr) return b.sub >= 4;
+  return false;
+}
+
+}  // namespace
+
+std::string QuoteString(std::span<const uint8_t> data, size_t limit, bool more_follows,
+                        const FormatOptions& opts) {
+  size_t n = std::min(data.size(), limit);
+  bool ellipsis = more_follows || data.size() > limit;
+  bool hex = false;
+  if (opts.hex_strings) {
+    for (size_t i = 0; i < n; ++i) {
+      uint8_t c = data[i];
+      if (c > 0x7e || (c < 0x20 && (c < 9 || c > 13))) {
+        hex = true;
+        break;
+      }
+    }
+  }
+  std::string out = "\"";
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t c = data[i];
+    if (hex) {
+      out += fmt::format("\\x{:02x}", c);
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\v':
+        out += "\\v";
+        continue;
+      default:
+        break;
+    }
+    if (IsPrint(c)) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    // Octal with as few digits as possible, unless the next byte is an octal digit that would
+    // be read as part of the escape.
+    out += '\\';
+    bool next_is_digit = i + 1 < n && data[i + 1] >= '0' && data[i + 1] <= '7';
+    if (next_is_digit) {
+      out += static_cast<char>('0' + (c >> 6));
+      out += static_cast<char>('0' + ((c >> 3) & 7));
+    } else if (c >> 3) {
+      if (c >> 6) out += static_cast<char>('0' + (c >> 6));
+      out += static_cast<char>('0' + ((c >> 3) & 7));
+    }
+    out += static_cast<char>('0' + (c & 7));
+  }
+  out += '"';
+  if (ellipsis) out += "...";
+  return out;
+}
+
+std::string FormatSyscall(const SyscallEvent& ev, const FormatOptions& opts) {
+  const SyscallSignature& sig = Signature(ev.nr);
+  ArgContext ctx{ev, sig, opts};
+  std::string name = sig.name.empty() ? fmt::format("syscall_{:#x}", ev.nr) : std::string(sig.name);
+  return fmt::format("{}({}) = {}", name, FormatArgs(ctx), FormatReturn(ctx));
+}
+
+std::string FormatHexDump(const SyscallEvent& ev) {
+  const SyscallSignature& sig = Signature(ev.nr);
+  std::string out;
+  for (const CapturedBuffer& b : ev.buffers) {
+    if (!IsDataBuffer(sig, b) || b.not_captured) continue;
+    for (size_t off = 0; off < b.bytes.size(); off += 16) {
+      std::string hex, ascii;
+      for (size_t j = 0; j < 16 && off + j < b.bytes.size(); ++j) {
+        uint8_t c = b.bytes[off + j];
+        hex += fmt::format("{:02x} ", c);
+        if (j == 7) hex += ' ';
+        ascii += IsPrint(c) ? static_cast<char>(c) : '.';
+      }
+      out += fmt::format(" | {:05x}  {:<49} {:<16} |\n", off, hex, ascii);
+    }
+  }
+  return out;
+}
+
+}  // namespace fay

@@ -1,0 +1,322 @@
+#include "trace/event_codec.h"
+
+#include <fmt/core.h>
+
+#include <cstring>
+
+namespace fay::trace {
+namespace {
+
+// Presence bits at the start of a syscall record body.
+constexpr uint64_t kHasExit = 1u << 0;
+constexpr uint64_t kHasContext = 1u << 1;
+constexpr uint64_t kHasFlags = 1u << 2;
+constexpr uint64_t kHasBuffers = 1u << 3;
+
+// Per-buffer flag bits.
+constexpr uint8_t kBufTruncated = 1u << 0;
+constexpr uint8_t kBufNotCaptured = 1u << 1;
+constexpr uint8_t kBufInline = 1u << 2;
+
+size_t CommLength(const std::array<char, 16>& comm) {
+  size_t n = comm.size();
+  while (n > 0 && comm[n - 1] == '\0') --n;
+  return n;
+}
+
+void PutHash(Bytes& out, const Hash128& h) {
+  PutU64(out, h.lo);
+  PutU64(out, h.hi);
+}
+
+uint64_t ArgBase(const std::array<uint64_t, 6>& args, uint8_t arg) {
+  return arg < 6 ? args[arg] : 0;
+}
+
+void PutRecord(Bytes& out, RecordKind kind, const Bytes& body) {
+  PutVarint(out, static_cast<uint8_t>(kind));
+  PutVarint(out, body.size());
+  out.insert(out.end(), body.begin(), body.end());
+}
+
+}  // namespace
+
+void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes* out) {
+  Bytes& b = body_;
+  b.clear();
+  ChunkCodecState::ThreadContext ctx{ev.pid, ev.ppid, ev.uid, ev.comm};
+  auto it = state_.threads.find(ev.tid);
+  bool new_context = it == state_.threads.end() || it->second.pid != ctx.pid ||
+                     it->second.ppid != ctx.ppid || it->second.uid != ctx.uid ||
+                     it->second.comm != ctx.comm;
+  uint64_t bits = 0;
+  if (ev.exit_ns != 0) bits |= kHasExit;
+  if (new_context) bits |= kHasContext;
+  if (ev.flags != 0) bits |= kHasFlags;
+  if (!ev.buffers.empty()) bits |= kHasBuffers;
+  PutVarint(b, bits);
+  PutZigzag(b, int64_t{ev.tid} - int64_t{state_.prev_tid});
+  state_.prev_tid = ev.tid;
+  if (new_context) {
+    PutZigzag(b, ev.pid);
+    PutZigzag(b, ev.ppid);
+    PutVarint(b, ev.uid);
+    size_t n = CommLength(ev.comm);
+    PutVarint(b, n);
+    PutRaw(b, ev.comm.data(), n);
+    state_.threads[ev.tid] = ctx;
+  }
+  PutZigzag(b, static_cast<int64_t>(ev.entry_ns - state_.prev_time));
+  state_.prev_time = ev.entry_ns;
+  if (ev.exit_ns != 0) PutZigzag(b, static_cast<int64_t>(ev.exit_ns - ev.entry_ns));
+  PutZigzag(b, ev.nr);
+  auto& prev = state_.args[ev.nr];
+  for (int i = 0; i < 6; ++i) PutZigzag(b, static_cast<int64_t>(ev.args[i] - prev[i]));
+  prev = ev.args;
+  PutZigzag(b, ev.ret);
+  if (ev.flags != 0) PutVarint(b, ev.flags);
+  if (!ev.buffers.empty()) {
+    PutVarint(b, ev.buffers.size());
+    for (const CapturedBuffer& buf : ev.buffers) {
+      bool inline_bytes = buf.bytes.size() <= kInlineMax;
+      PutVarint(b, buf.arg);
+      PutVarint(b, buf.sub);
+      PutU8(b, static_cast<uint8_t>(buf.dir));
+      PutZigzag(b, static_cast<int64_t>(buf.addr - ArgBase(ev.args, buf.arg)));
+      PutVarint(b, buf.length);
+      PutU8(b, static_cast<uint8_t>((buf.truncated ? kBufTruncated : 0) |
+                                    (buf.not_captured ? kBufNotCaptured : 0) |
+                                    (inline_bytes ? kBufInline : 0)));
+      PutVarint(b, buf.bytes.size());
+      if (inline_bytes) {
+        PutRaw(b, buf.bytes.data(), buf.bytes.size());
+      } else {
+        Hash128 h = HashBlob(buf.bytes.data(), buf.bytes.size());
+        PutHash(b, h);
+        blobs(h, buf.bytes);
+      }
+    }
+  }
+  PutRecord(*out, RecordKind::kSyscall, b);
+}
+
+void EventEncoder::Process(const ProcessEvent& ev, Bytes* out) {
+  Bytes& b = body_;
+  b.clear();
+  PutVarint(b, static_cast<uint8_t>(ev.kind));
+  PutZigzag(b, static_cast<int64_t>(ev.time_ns - state_.prev_time));
+  state_.prev_time = ev.time_ns;
+  PutZigzag(b, ev.pid);
+  PutZigzag(b, ev.tid);
+  PutZigzag(b, ev.parent_pid);
+  PutU8(b, ev.is_thread ? 1 : 0);
+  PutZigzag(b, ev.exit_status);
+  PutString(b, ev.path);
+  PutRecord(*out, RecordKind::kProcess, b);
+}
+
+void EventEncoder::Loss(const LossRecord& loss, Bytes* out) {
+  Bytes& b = body_;
+  b.clear();
+  PutZigzag(b, static_cast<int64_t>(loss.time_ns - state_.prev_time));
+  state_.prev_time = loss.time_ns;
+  PutVarint(b, loss.count);
+  PutRecord(*out, RecordKind::kLoss, b);
+}
+
+namespace {
+
+struct PendingBlob {
+  size_t buffer;
+  Hash128 hash;
+  uint64_t size;
+};
+
+bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, SyscallEvent* ev,
+                       std::vector<PendingBlob>* blobs) {
+  uint64_t bits, uid, comm_len, u;
+  int64_t s, tid_delta;
+  if (!r.Varint(&bits) || !r.Zigzag(&tid_delta)) return false;
+  ev->tid = static_cast<int32_t>(st.prev_tid + tid_delta);
+  st.prev_tid = ev->tid;
+  if (bits & kHasContext) {
+    int64_t pid, ppid;
+    const uint8_t* comm;
+    if (!r.Zigzag(&pid) || !r.Zigzag(&ppid) || !r.Varint(&uid) || !r.Varint(&comm_len) ||
+        comm_len > 16 || !r.Raw(comm_len, &comm))
+      return false;
+    ChunkCodecState::ThreadContext ctx;
+    ctx.pid = static_cast<int32_t>(pid);
+    ctx.ppid = static_cast<int32_t>(ppid);
+    ctx.uid = static_cast<uint32_t>(uid);
+    std::memcpy(ctx.comm.data(), comm, comm_len);
+    st.threads[ev->tid] = ctx;
+  }
+  auto it = st.threads.find(ev->tid);
+  if (it == st.threads.end()) return false;  // a thread's first record must carry its context
+  ev->pid = it->second.pid;
+  ev->ppid = it->second.ppid;
+  ev->uid = it->second.uid;
+  ev->comm = it->second.comm;
+  if (!r.Zigzag(&s)) return false;
+  ev->entry_ns = st.prev_time + static_cast<uint64_t>(s);
+  st.prev_time = ev->entry_ns;
+  ev->exit_ns = 0;
+  if (bits & kHasExit) {
+    if (!r.Zigzag(&s)) return false;
+    ev->exit_ns = ev->entry_ns + static_cast<uint64_t>(s);
+  }
+  if (!r.Zigzag(&s)) return false;
+  ev->nr = static_cast<int32_t>(s);
+  auto& prev = st.args[ev->nr];
+  for (int i = 0; i < 6; ++i) {
+    if (!r.Zigzag(&s)) return false;
+    ev->args[i] = prev[i] + static_cast<uint64_t>(s);
+  }
+  prev = ev->args;
+  if (!r.Zigzag(&ev->ret)) return false;
+  ev->flags = 0;
+  if (bits & kHasFlags) {
+    if (!r.Varint(&u)) return false;
+    ev->flags = static_cast<uint32_t>(u);
+  }
+  ev->buffers.clear();
+  if (bits & kHasBuffers) {
+    uint64_t n;
+    if (!r.Varint(&n) || n > r.remaining()) return false;
+    ev->buffers.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      CapturedBuffer& buf = ev->buffers[i];
+      uint64_t arg, sub, length, size;
+      uint8_t dir, flags;
+      int64_t addr_delta;
+      if (!r.Varint(&arg) || !r.Varint(&sub) || !r.U8(&dir) || !r.Zigzag(&addr_delta) ||
+          !r.Varint(&length) || !r.U8(&flags) || !r.Varint(&size))
+        return false;
+      buf.arg = static_cast<uint8_t>(arg);
+      buf.sub = static_cast<uint16_t>(sub);
+      buf.dir = static_cast<BufferDir>(dir);
+      buf.addr = ArgBase(ev->args, buf.arg) + static_cast<uint64_t>(addr_delta);
+      buf.length = length;
+      buf.truncated = flags & kBufTruncated;
+      buf.not_captured = flags & kBufNotCaptured;
+      if (flags & kBufInline) {
+        const uint8_t* p;
+        if (size > r.remaining() || !r.Raw(size, &p)) return false;
+        buf.bytes.assign(p, p + size);
+      } else {
+        PendingBlob pb{i, {}, size};
+        if (!r.U64(&pb.hash.lo) || !r.U64(&pb.hash.hi)) return false;
+        blobs->push_back(pb);
+      }
+    }
+  }
+  return true;
+}
+
+bool DecodeProcessBody(ByteReader& r, ChunkCodecState& st, ProcessEvent* ev) {
+  uint64_t kind;
+  int64_t dt, pid, tid, parent, status;
+  uint8_t is_thread;
+  if (!r.Varint(&kind) || !r.Zigzag(&dt) || !r.Zigzag(&pid) || !r.Zigzag(&tid) ||
+      !r.Zigzag(&parent) || !r.U8(&is_thread) || !r.Zigzag(&status) || !r.String(&ev->path))
+    return false;
+  ev->kind = static_cast<ProcessEventKind>(kind);
+  ev->time_ns = st.prev_time + static_cast<uint64_t>(dt);
+  st.prev_time = ev->time_ns;
+  ev->pid = static_cast<int32_t>(pid);
+  ev->tid = static_cast<int32_t>(tid);
+  ev->parent_pid = static_cast<int32_t>(parent);
+  ev->is_thread = is_thread != 0;
+  ev->exit_status = static_cast<int32_t>(status);
+  return true;
+}
+
+}  // namespace
+
+Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeSinks& sinks) {
+  ChunkCodecState st;
+  ByteReader r(data, n);
+  SyscallEvent sys;
+  ProcessEvent proc;
+  std::vector<PendingBlob> blobs;
+  uint32_t index = 0;
+  for (; !r.empty(); ++index) {
+    size_t at = r.pos();
+    auto bad = [&](std::string_view what) {
+      return Error(Code::kIo, fmt::format("record {} at payload byte {}: {}", index, at, what));
+    };
+    uint64_t kind, len;
+    const uint8_t* body;
+    if (!r.Varint(&kind) || !r.Varint(&len) || len > r.remaining() || !r.Raw(len, &body))
+      return bad("record header runs past the end of the chunk");
+    ByteReader br(body, len);
+    switch (static_cast<RecordKind>(kind)) {
+      case RecordKind::kSyscall: {
+        blobs.clear();
+        if (!DecodeSyscallBody(br, st, &sys, &blobs)) return bad("malformed syscall record");
+        if (sinks.want_syscall && !sinks.want_syscall(sys)) break;
+        for (const PendingBlob& pb : blobs) {
+          Status s = sinks.blob(pb.hash, pb.size, &sys.buffers[pb.buffer].bytes);
+          if (!s.ok()) return bad(s.message());
+        }
+        if (sinks.syscall) sinks.syscall(sys);
+        break;
+      }
+      case RecordKind::kProcess:
+        if (!DecodeProcessBody(br, st, &proc)) return bad("malformed process record");
+        if (sinks.process) sinks.process(proc);
+        break;
+      case RecordKind::kLoss: {
+        int64_t dt;
+        LossRecord loss;
+        if (!br.Zigzag(&dt) || !br.Varint(&loss.count)) return bad("malformed loss record");
+        loss.time_ns = st.prev_time + static_cast<uint64_t>(dt);
+        st.prev_time = loss.time_ns;
+        if (sinks.loss) sinks.loss(loss);
+        break;
+      }
+      default:
+        break;  // a record kind from a newer minor
+    }
+  }
+  if (index != count)
+    return Error(Code::kIo,
+                 fmt::format("chunk header says {} records, payload holds {}", count, index));
+  return Status::Ok();
+}
+
+void EncodeBlob(const Hash128& h, const std::vector<uint8_t>& bytes, Bytes* out) {
+  PutHash(*out, h);
+  PutVarint(*out, bytes.size());
+  PutRaw(*out, bytes.data(), bytes.size());
+}
+
+Status DecodeBlobs(const uint8_t* data, size_t n, uint32_t count, std::vector<BlobEntry>* out) {
+  ByteReader r(data, n);
+  out->clear();
+  while (!r.empty()) {
+    size_t at = r.pos();
+    BlobEntry e;
+    uint64_t size;
+    const uint8_t* p;
+    if (!r.U64(&e.hash.lo) || !r.U64(&e.hash.hi) || !r.Varint(&size) || size > r.remaining() ||
+        !r.Raw(size, &p))
+      return Error(Code::kIo, fmt::format("blob {} at payload byte {} runs past the end of the "
+                                          "chunk",
+                                          out->size(), at));
+    e.offset = static_cast<uint32_t>(p - data);
+    e.size = static_cast<uint32_t>(size);
+    if (HashBlob(p, size) != e.hash)
+      return Error(Code::kIo, fmt::format("blob {} at payload byte {}: content does not match its "
+                                          "hash {}",
+                                          out->size(), at, HashHex(e.hash)));
+    out->push_back(e);
+  }
+  if (out->size() != count)
+    return Error(Code::kIo,
+                 fmt::format("chunk header says {} blobs, payload holds {}", count, out->size()));
+  return Status::Ok();
+}
+
+}  // namespace fay::trace

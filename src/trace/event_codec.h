@@ -1,0 +1,79 @@
+// Records inside an events chunk: syscall, process and loss records, delta- and varint-encoded
+// against state that starts fresh in every chunk, so any chunk decodes on its own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/syscall_event.h"
+#include "trace/bytes.h"
+#include "trace/format.h"
+
+namespace fay::trace {
+
+// Events the recorder could not deliver (a full ring buffer, say): counted, never silently lost.
+struct LossRecord {
+  uint64_t time_ns = 0;
+  uint64_t count = 0;
+};
+
+// The delta state shared by encoder and decoder; both reset it at the start of each chunk.
+struct ChunkCodecState {
+  struct ThreadContext {
+    int32_t pid = 0;
+    int32_t ppid = 0;
+    uint32_t uid = 0;
+    std::array<char, 16> comm{};
+  };
+  uint64_t prev_time = 0;
+  int32_t prev_tid = 0;
+  std::unordered_map<int32_t, ThreadContext> threads;
+  std::unordered_map<int32_t, std::array<uint64_t, 6>> args;  // by syscall number
+
+  void Reset() { *this = ChunkCodecState{}; }
+};
+
+class EventEncoder {
+ public:
+  // Receives each buffer payload stored out of line (longer than kInlineMax bytes).
+  using BlobSink = std::function<void(const Hash128&, const std::vector<uint8_t>&)>;
+
+  void Reset() { state_.Reset(); }
+  void Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes* out);
+  void Process(const ProcessEvent& ev, Bytes* out);
+  void Loss(const LossRecord& loss, Bytes* out);
+
+ private:
+  ChunkCodecState state_;
+  Bytes body_;
+};
+
+struct DecodeSinks {
+  // Asked before a syscall's blobs are fetched (buffers hold no bytes yet); false skips it.
+  std::function<bool(const SyscallEvent&)> want_syscall;
+  std::function<void(const SyscallEvent&)> syscall;
+  std::function<void(const ProcessEvent&)> process;
+  std::function<void(const LossRecord&)> loss;
+  // Fills *bytes with the blob's content, or fails when the blob is unknown or unreadable.
+  std::function<Status(const Hash128&, uint64_t size, std::vector<uint8_t>* bytes)> blob;
+};
+
+// Decodes a whole raw (decompressed) events payload holding `count` records. Errors name the
+// record index and its byte position in the payload; records before it have been delivered.
+Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeSinks& sinks);
+
+// One blob chunk payload entry: where a blob's bytes sit inside the raw payload.
+struct BlobEntry {
+  Hash128 hash;
+  uint32_t offset = 0;  // of the first content byte in the raw payload
+  uint32_t size = 0;
+};
+// Blob chunk payload: for each blob, 16-byte hash, varint size, bytes.
+void EncodeBlob(const Hash128& h, const std::vector<uint8_t>& bytes, Bytes* out);
+Status DecodeBlobs(const uint8_t* data, size_t n, uint32_t count, std::vector<BlobEntry>* out);
+
+}  // namespace fay::trace

@@ -1,0 +1,58 @@
+#include "trace/file_io.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace fay::trace {
+
+OwnedFd& OwnedFd::operator=(OwnedFd&& o) noexcept {
+  if (this != &o) {
+    reset();
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+void OwnedFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Status OwnedFd::Close(const std::string& what) {
+  int fd = release();
+  if (fd >= 0 && ::close(fd) != 0) return ErrnoError(what);
+  return Status::Ok();
+}
+
+Status WriteAll(int fd, const void* data, size_t n, const std::string& what) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(what);
+    }
+    if (w == 0) return ErrnoError(what, ENOSPC);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+Status ReadAt(int fd, uint64_t offset, void* data, size_t n, size_t* got, const std::string& what) {
+  auto* p = static_cast<uint8_t*>(data);
+  *got = 0;
+  while (*got < n) {
+    ssize_t r = ::pread(fd, p + *got, n - *got, static_cast<off_t>(offset + *got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(what);
+    }
+    if (r == 0) break;
+    *got += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+}  // namespace fay::trace

@@ -1,0 +1,92 @@
+#include "trace/footer.h"
+
+#include <fmt/core.h>
+
+namespace fay::trace {
+
+Bytes EncodeFooter(const Footer& f) {
+  Bytes out;
+  PutVarint(out, f.events.size());
+  for (const EventChunkIndex& e : f.events) {
+    PutVarint(out, e.offset);
+    PutVarint(out, e.seq);
+    PutVarint(out, e.stored_length);
+    PutVarint(out, e.raw_length);
+    PutVarint(out, e.first_ns);
+    PutVarint(out, e.last_ns - e.first_ns);
+    PutVarint(out, e.records);
+    PutVarint(out, e.tids.size());
+    int32_t prev = 0;
+    for (int32_t tid : e.tids) {
+      PutZigzag(out, int64_t{tid} - int64_t{prev});
+      prev = tid;
+    }
+  }
+  PutVarint(out, f.blobs.size());
+  for (const BlobChunkIndex& b : f.blobs) {
+    PutVarint(out, b.offset);
+    PutVarint(out, b.seq);
+    PutVarint(out, b.stored_length);
+    PutVarint(out, b.raw_length);
+    PutVarint(out, b.blobs.size());
+    for (const BlobEntry& e : b.blobs) {
+      PutU64(out, e.hash.lo);
+      PutU64(out, e.hash.hi);
+      PutVarint(out, e.offset);
+      PutVarint(out, e.size);
+    }
+  }
+  return out;
+}
+
+Status DecodeFooter(const uint8_t* data, size_t n, Footer* f) {
+  *f = Footer{};
+  ByteReader r(data, n);
+  auto bad = [&](std::string_view what) {
+    return Error(Code::kIo, fmt::format("footer: {} at payload byte {}", what, r.pos()));
+  };
+  auto u32 = [&](uint32_t* v) {
+    uint64_t x;
+    if (!r.Varint(&x) || x > UINT32_MAX) return false;
+    *v = static_cast<uint32_t>(x);
+    return true;
+  };
+  uint64_t n_events;
+  // Every entry takes at least one byte per field, which bounds the counts before allocating.
+  if (!r.Varint(&n_events) || n_events > r.remaining()) return bad("bad events chunk count");
+  f->events.resize(n_events);
+  for (EventChunkIndex& e : f->events) {
+    uint64_t span, ntids;
+    if (!r.Varint(&e.offset) || !u32(&e.seq) || !u32(&e.stored_length) || !u32(&e.raw_length) ||
+        !r.Varint(&e.first_ns) || !r.Varint(&span) || !u32(&e.records) || !r.Varint(&ntids) ||
+        ntids > r.remaining())
+      return bad("malformed events chunk entry");
+    e.last_ns = e.first_ns + span;
+    e.tids.resize(ntids);
+    int64_t prev = 0;
+    for (int32_t& tid : e.tids) {
+      int64_t d;
+      if (!r.Zigzag(&d)) return bad("malformed thread list");
+      prev += d;
+      tid = static_cast<int32_t>(prev);
+    }
+  }
+  uint64_t n_blobs;
+  if (!r.Varint(&n_blobs) || n_blobs > r.remaining()) return bad("bad blob chunk count");
+  f->blobs.resize(n_blobs);
+  for (BlobChunkIndex& b : f->blobs) {
+    uint64_t count;
+    if (!r.Varint(&b.offset) || !u32(&b.seq) || !u32(&b.stored_length) || !u32(&b.raw_length) ||
+        !r.Varint(&count) || count > r.remaining() / 18)
+      return bad("malformed blob chunk entry");
+    b.blobs.resize(count);
+    for (BlobEntry& e : b.blobs) {
+      if (!r.U64(&e.hash.lo) || !r.U64(&e.hash.hi) || !u32(&e.offset) || !u32(&e.size))
+        return bad("malformed blob entry");
+    }
+  }
+  // Bytes left over are fields from a newer minor.
+  return Status::Ok();
+}
+
+}  // namespace fay::trace

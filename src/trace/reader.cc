@@ -1,0 +1,387 @@
+#include "trace/reader.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "trace/crc32c.h"
+#include "trace/event_codec.h"
+#include "trace/footer.h"
+#include "trace/header_codec.h"
+
+namespace fay::trace {
+namespace {
+
+// Decompressed blob chunks kept for lookups; writers put blobs just before the events that use
+// them, so a few recent chunks serve nearly every reference.
+constexpr size_t kBlobCacheChunks = 4;
+
+bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  return a0 <= b1 && b0 <= a1;
+}
+
+bool HasTid(const std::vector<int32_t>& tids, int32_t tid) {
+  return std::find(tids.begin(), tids.end(), tid) != tids.end();
+}
+
+}  // namespace
+
+bool ReadFilter::Matches(const SyscallEvent& ev) const {
+  if (!tids.empty() && !HasTid(tids, ev.tid)) return false;
+  return Overlaps(ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns), from_ns, to_ns);
+}
+
+bool ReadFilter::Matches(const ProcessEvent& ev) const {
+  if (!tids.empty() && !HasTid(tids, ev.tid)) return false;
+  return ev.time_ns >= from_ns && ev.time_ns <= to_ns;
+}
+
+bool ReadFilter::MayMatch(const ChunkRef& c) const {
+  if (!c.indexed) return true;
+  if (!Overlaps(c.first_ns, c.last_ns, from_ns, to_ns)) return false;
+  if (tids.empty()) return true;
+  for (int32_t t : tids)
+    if (std::binary_search(c.tids.begin(), c.tids.end(), t)) return true;
+  return false;
+}
+
+Expected<Reader> Reader::Open(const std::string& path) {
+  Reader r;
+  r.path_ = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open trace " + path);
+  r.fd_ = OwnedFd(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoError("cannot stat trace " + path);
+  if (!S_ISREG(st.st_mode)) return Error(Code::kInvalidArgument, path + ": not a regular file");
+  r.file_size_ = static_cast<uint64_t>(st.st_size);
+  FAY_RETURN_IF_ERROR(r.ReadPreamble());
+  FAY_RETURN_IF_ERROR(r.ReadHeaderChunk());
+  if (!r.TryFooter()) r.WalkChunks(r.data_start_);
+  ReaderStats& s = r.stats_;
+  s.file_bytes = r.file_size_;
+  for (const ChunkRef& c : r.chunks_) {
+    ++s.chunks;
+    s.event_chunks += c.type == ChunkType::kEvents;
+    s.blob_chunks += c.type == ChunkType::kBlobs;
+    s.bytes_raw += c.raw_length;
+    s.bytes_stored += c.stored_length;
+  }
+  return r;
+}
+
+Status Reader::ReadPreamble() {
+  uint8_t pre[kPreambleSize];
+  size_t got;
+  FAY_RETURN_IF_ERROR(ReadAt(fd_.get(), 0, pre, sizeof(pre), &got, "reading " + path_));
+  if (got < sizeof(pre))
+    return Error(Code::kIo, fmt::format("{}: not a fay trace: {} bytes, shorter than the {}-byte "
+                                        "preamble",
+                                        path_, file_size_, kPreambleSize));
+  if (std::memcmp(pre, kFileMagic, sizeof(kFileMagic)) != 0)
+    return Error(Code::kIo,
+                 fmt::format("{}: not a fay trace: offset 0: expected magic {}, found {}", path_,
+                             DescribeBytes(reinterpret_cast<const uint8_t*>(kFileMagic), 8),
+                             DescribeBytes(pre, 8)));
+  major_ = static_cast<uint16_t>(pre[8] | pre[9] << 8);
+  minor_ = static_cast<uint16_t>(pre[10] | pre[11] << 8);
+  if (major_ == 0 || major_ > kFormatMajor)
+    return Error(Code::kUnsupported,
+                 fmt::format("{}: trace format version {}.{} is not one this fay reads (it reads "
+                             "1.x up to {}.{}); a newer fay may read it",
+                             path_, major_, minor_, kFormatMajor, kFormatMinor));
+  return Status::Ok();
+}
+
+std::string Reader::Where(const ChunkRef& c) const {
+  return fmt::format("{}: offset {}: chunk {} ({})", path_, c.offset, c.seq, ChunkTypeName(c.type));
+}
+
+Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
+  Bytes buf(kChunkHeaderSize + c.stored_length);
+  size_t got;
+  FAY_RETURN_IF_ERROR(
+      ReadAt(fd_.get(), c.offset, buf.data(), buf.size(), &got, "reading " + path_));
+  if (got < buf.size())
+    return Error(Code::kIo,
+                 fmt::format("{}: ends {} bytes into a {}-byte chunk", Where(c), got, buf.size()));
+  switch (DecodeChunkHeader(buf.data(), h)) {
+    case HeaderCheck::kBadMagic:
+      return Error(Code::kIo, fmt::format("{}: offset {}: expected chunk magic 'FAYC', found {}",
+                                          path_, c.offset, DescribeBytes(buf.data(), 4)));
+    case HeaderCheck::kBadCrc:
+      return Error(Code::kIo,
+                   fmt::format("{}: offset {}: chunk header CRC32C mismatch", path_, c.offset));
+    case HeaderCheck::kOk:
+      break;
+  }
+  if (h->type != c.type || h->stored_length != c.stored_length || h->raw_length != c.raw_length ||
+      h->count != c.count)
+    return Error(Code::kIo,
+                 fmt::format("{}: chunk header disagrees with the footer index", Where(c)));
+  const uint8_t* payload = buf.data() + kChunkHeaderSize;
+  uint32_t crc = Crc32c(payload, h->stored_length);
+  if (crc != h->payload_crc)
+    return Error(
+        Code::kIo,
+        fmt::format("{}: payload CRC32C mismatch (stored {:#010x}, computed {:#010x}); "
+                    "the {} payload bytes at offset {} are corrupt",
+                    Where(c), h->payload_crc, crc, h->stored_length, c.offset + kChunkHeaderSize));
+  if (h->codec == Codec::kNone) {
+    if (h->stored_length != h->raw_length)
+      return Error(Code::kIo, fmt::format("{}: uncompressed chunk with stored length {} != raw "
+                                          "length {}",
+                                          Where(c), h->stored_length, h->raw_length));
+    raw->assign(payload, payload + h->stored_length);
+    return Status::Ok();
+  }
+  if (h->codec != Codec::kZstd)
+    return Error(Code::kIo,
+                 fmt::format("{}: unknown codec {}", Where(c), static_cast<int>(h->codec)));
+  Status st = zstd_->Decompress(payload, h->stored_length, h->raw_length, raw);
+  if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  return Status::Ok();
+}
+
+Status Reader::ReadHeaderChunk() {
+  uint8_t hb[kChunkHeaderSize];
+  size_t got;
+  FAY_RETURN_IF_ERROR(ReadAt(fd_.get(), kPreambleSize, hb, sizeof(hb), &got, "reading " + path_));
+  if (got < sizeof(hb))
+    return Error(Code::kIo, fmt::format("{}: truncated inside the header chunk (file is {} bytes)",
+                                        path_, file_size_));
+  ChunkHeader h;
+  switch (DecodeChunkHeader(hb, &h)) {
+    case HeaderCheck::kBadMagic:
+      return Error(Code::kIo, fmt::format("{}: offset {}: expected chunk magic 'FAYC', found {}",
+                                          path_, kPreambleSize, DescribeBytes(hb, 4)));
+    case HeaderCheck::kBadCrc:
+      return Error(Code::kIo, fmt::format("{}: offset {}: chunk header CRC32C mismatch", path_,
+                                          kPreambleSize));
+    case HeaderCheck::kOk:
+      break;
+  }
+  if (h.type != ChunkType::kHeader)
+    return Error(Code::kIo, fmt::format("{}: offset {}: expected the header chunk, found a {} "
+                                        "chunk",
+                                        path_, kPreambleSize, ChunkTypeName(h.type)));
+  if (kPreambleSize + kChunkHeaderSize + uint64_t{h.stored_length} > file_size_)
+    return Error(Code::kIo, fmt::format("{}: truncated inside the header chunk (file is {} bytes)",
+                                        path_, file_size_));
+  ChunkRef c{kPreambleSize, h.type, h.seq, h.stored_length, h.raw_length, h.count};
+  Bytes raw;
+  FAY_RETURN_IF_ERROR(LoadChunk(c, &h, &raw));
+  Status st = DecodeHeader(raw.data(), raw.size(), &info_, &writer_);
+  if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  data_start_ = kPreambleSize + kChunkHeaderSize + h.stored_length;
+  valid_end_ = data_start_;
+  last_chunk_offset_ = kPreambleSize;
+  last_chunk_seq_ = h.seq;
+  return Status::Ok();
+}
+
+bool Reader::TryFooter() {
+  if (file_size_ < data_start_ + kChunkHeaderSize + kTrailerSize) return false;
+  uint8_t tb[kTrailerSize];
+  size_t got;
+  if (!ReadAt(fd_.get(), file_size_ - kTrailerSize, tb, sizeof(tb), &got, path_).ok() ||
+      got != sizeof(tb))
+    return false;
+  Trailer t;
+  if (!DecodeTrailer(tb, &t)) return false;
+  if (t.footer_offset < data_start_ ||
+      t.footer_offset + kChunkHeaderSize > file_size_ - kTrailerSize)
+    return false;
+  uint8_t hb[kChunkHeaderSize];
+  if (!ReadAt(fd_.get(), t.footer_offset, hb, sizeof(hb), &got, path_).ok() || got != sizeof(hb))
+    return false;
+  ChunkHeader h;
+  if (DecodeChunkHeader(hb, &h) != HeaderCheck::kOk || h.type != ChunkType::kFooter ||
+      t.footer_offset + kChunkHeaderSize + h.stored_length != file_size_ - kTrailerSize)
+    return false;
+  ChunkRef fc{t.footer_offset, h.type, h.seq, h.stored_length, h.raw_length, h.count};
+  Bytes raw;
+  Footer f;
+  if (!LoadChunk(fc, &h, &raw).ok() || !DecodeFooter(raw.data(), raw.size(), &f).ok()) return false;
+  std::vector<ChunkRef> chunks;
+  for (const BlobChunkIndex& b : f.blobs)
+    chunks.push_back(ChunkRef{b.offset, ChunkType::kBlobs, b.seq, b.stored_length, b.raw_length,
+                              static_cast<uint32_t>(b.blobs.size())});
+  for (const EventChunkIndex& e : f.events)
+    chunks.push_back(ChunkRef{e.offset, ChunkType::kEvents, e.seq, e.stored_length, e.raw_length,
+                              e.records, true, e.first_ns, e.last_ns, e.tids});
+  std::sort(chunks.begin(), chunks.end(),
+            [](const ChunkRef& a, const ChunkRef& b) { return a.offset < b.offset; });
+  // The index must describe chunks that lie, without overlap, between the header and footer.
+  uint64_t end = data_start_;
+  for (const ChunkRef& c : chunks) {
+    if (c.offset < end) return false;
+    end = c.offset + kChunkHeaderSize + c.stored_length;
+  }
+  if (end > t.footer_offset) return false;
+  chunks_ = std::move(chunks);
+  // Blob indices refer to chunks_ positions, known only after sorting.
+  for (uint32_t i = 0; i < chunks_.size(); ++i) {
+    if (chunks_[i].type != ChunkType::kBlobs) continue;
+    for (const BlobChunkIndex& b : f.blobs) {
+      if (b.offset != chunks_[i].offset) continue;
+      for (const BlobEntry& e : b.blobs) AddBlob(e.hash, BlobLoc{i, e.offset, e.size});
+    }
+  }
+  has_footer_ = true;
+  last_chunk_offset_ = t.footer_offset;
+  last_chunk_seq_ = h.seq;
+  valid_end_ = file_size_;
+  return true;
+}
+
+void Reader::WalkChunks(uint64_t offset) {
+  for (;;) {
+    if (offset == file_size_) {
+      truncated_ = true;
+      return;
+    }
+    uint8_t hb[kChunkHeaderSize];
+    size_t got;
+    Status st = ReadAt(fd_.get(), offset, hb, sizeof(hb), &got, "reading " + path_);
+    if (!st.ok()) {
+      damage_ = st;
+      return;
+    }
+    if (got < sizeof(hb)) {
+      truncated_ = true;
+      return;
+    }
+    ChunkHeader h;
+    switch (DecodeChunkHeader(hb, &h)) {
+      case HeaderCheck::kBadMagic:
+        damage_ = Error(Code::kIo, fmt::format("{}: offset {}: expected chunk magic 'FAYC', found "
+                                               "{}",
+                                               path_, offset, DescribeBytes(hb, 4)));
+        return;
+      case HeaderCheck::kBadCrc:
+        damage_ = Error(Code::kIo,
+                        fmt::format("{}: offset {}: chunk header CRC32C mismatch", path_, offset));
+        return;
+      case HeaderCheck::kOk:
+        break;
+    }
+    uint64_t end = offset + kChunkHeaderSize + h.stored_length;
+    if (end > file_size_) {
+      truncated_ = true;
+      return;
+    }
+    // A footer whose trailer did not check out: every data chunk is before it, so nothing is
+    // missing; read on without the index.
+    if (h.type == ChunkType::kFooter) return;
+    chunks_.push_back(ChunkRef{offset, h.type, h.seq, h.stored_length, h.raw_length, h.count});
+    last_chunk_offset_ = offset;
+    last_chunk_seq_ = h.seq;
+    valid_end_ = end;
+    offset = end;
+  }
+}
+
+std::string Reader::TruncationMessage() const {
+  if (!truncated_) return "";
+  return fmt::format(
+      "truncated after chunk {} at offset {} ({} bytes of an incomplete chunk "
+      "follow it)",
+      last_chunk_seq_, last_chunk_offset_, file_size_ - valid_end_);
+}
+
+void Reader::AddBlob(const Hash128& h, BlobLoc loc) {
+  if (blobs_.emplace(h, loc).second) {
+    ++stats_.blobs;
+    stats_.blob_bytes += loc.size;
+  }
+}
+
+Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
+  for (const CachedChunk& c : cache_)
+    if (c.chunk == index) return c.raw;
+  const ChunkRef& c = chunks_[index];
+  ChunkHeader h;
+  auto raw = std::make_shared<Bytes>();
+  FAY_RETURN_IF_ERROR(LoadChunk(c, &h, raw.get()));
+  std::vector<BlobEntry> entries;
+  Status st = DecodeBlobs(raw->data(), raw->size(), h.count, &entries);
+  if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  for (const BlobEntry& e : entries) AddBlob(e.hash, BlobLoc{index, e.offset, e.size});
+  if (cache_.size() == kBlobCacheChunks) cache_.pop_front();
+  cache_.push_back(CachedChunk{index, raw});
+  return std::shared_ptr<const Bytes>(raw);
+}
+
+Status Reader::ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
+  auto it = blobs_.find(h);
+  if (it == blobs_.end())
+    return Error(Code::kIo,
+                 fmt::format("references blob {} that no earlier blob chunk holds", HashHex(h)));
+  if (it->second.size != size)
+    return Error(Code::kIo, fmt::format("references blob {} as {} bytes, the store holds {}",
+                                        HashHex(h), size, it->second.size));
+  BlobLoc loc = it->second;
+  FAY_ASSIGN_OR_RETURN(auto raw, BlobChunk(loc.chunk));
+  if (uint64_t{loc.offset} + loc.size > raw->size())
+    return Error(Code::kIo, fmt::format("blob {} lies outside its chunk", HashHex(h)));
+  out->assign(raw->begin() + loc.offset, raw->begin() + loc.offset + loc.size);
+  stats_.blob_bytes_referenced += loc.size;
+  return Status::Ok();
+}
+
+Status Reader::ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process) {
+  return ForEach(ReadFilter{}, on_syscall, on_process);
+}
+
+Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
+                       const ProcessFn& on_process) {
+  stats_.syscall_events = stats_.process_events = stats_.lost_events = 0;
+  stats_.bytes_captured = stats_.chunks_skipped = stats_.blob_bytes_referenced = 0;
+  DecodeSinks sinks;
+  sinks.want_syscall = [&](const SyscallEvent& ev) { return filter.Matches(ev); };
+  sinks.syscall = [&](const SyscallEvent& ev) {
+    ++stats_.syscall_events;
+    for (const CapturedBuffer& b : ev.buffers) stats_.bytes_captured += b.bytes.size();
+    if (on_syscall) on_syscall(ev);
+  };
+  sinks.process = [&](const ProcessEvent& ev) {
+    if (!filter.Matches(ev)) return;
+    ++stats_.process_events;
+    if (on_process) on_process(ev);
+  };
+  sinks.loss = [&](const LossRecord& loss) {
+    if (loss.time_ns >= filter.from_ns && loss.time_ns <= filter.to_ns)
+      stats_.lost_events += loss.count;
+  };
+  sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
+    return ResolveBlob(h, size, out);
+  };
+  Bytes raw;
+  for (uint32_t i = 0; i < chunks_.size(); ++i) {
+    const ChunkRef& c = chunks_[i];
+    if (c.type == ChunkType::kBlobs) {
+      // Without a footer the only way to learn a blob chunk's hashes is to read it.
+      if (!has_footer_) {
+        auto loaded = BlobChunk(i);
+        if (!loaded.ok()) return loaded.status();
+      }
+      continue;
+    }
+    if (c.type != ChunkType::kEvents) continue;  // a chunk type from a newer minor
+    if (!filter.MayMatch(c)) {
+      ++stats_.chunks_skipped;
+      continue;
+    }
+    ChunkHeader h;
+    FAY_RETURN_IF_ERROR(LoadChunk(c, &h, &raw));
+    Status st = DecodeEvents(raw.data(), raw.size(), h.count, sinks);
+    if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  }
+  return damage_;
+}
+
+}  // namespace fay::trace

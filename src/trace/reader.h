@@ -1,0 +1,153 @@
+// Reads a .fay trace: whole-file iteration in file order, or seeking by time range and thread
+// through the footer index. A file without a footer (cut short by a crash or a full disk) is
+// walked chunk by chunk and read up to its last whole chunk.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/syscall_event.h"
+#include "trace/bytes.h"
+#include "trace/file_io.h"
+#include "trace/format.h"
+#include "trace/zstd_codec.h"
+
+namespace fay::trace {
+
+// One chunk the reader knows of: from the footer, or from walking the chunk headers.
+struct ChunkRef {
+  uint64_t offset = 0;  // of the chunk header
+  ChunkType type = ChunkType::kEvents;
+  uint32_t seq = 0;
+  uint32_t stored_length = 0;
+  uint32_t raw_length = 0;
+  uint32_t count = 0;  // records (events chunk) or blobs (blob chunk)
+  // From the footer (indexed == true) for events chunks; unknown when walking.
+  bool indexed = false;
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  std::vector<int32_t> tids;
+};
+
+// Which events ForEach delivers. A syscall matches when [entry, exit] overlaps [from, to].
+struct ReadFilter {
+  uint64_t from_ns = 0;
+  uint64_t to_ns = std::numeric_limits<uint64_t>::max();
+  std::vector<int32_t> tids;  // empty: every thread
+
+  bool Matches(const SyscallEvent& ev) const;
+  bool Matches(const ProcessEvent& ev) const;
+  bool MayMatch(const ChunkRef& chunk) const;  // false only when the index rules the chunk out
+};
+
+struct ReaderStats {
+  // Known at Open, over every chunk found.
+  uint64_t file_bytes = 0;
+  uint64_t chunks = 0;  // header and footer included
+  uint64_t event_chunks = 0;
+  uint64_t blob_chunks = 0;
+  uint64_t bytes_raw = 0;     // chunk payloads before compression
+  uint64_t bytes_stored = 0;  // chunk payloads as stored
+  // Distinct blobs known: all of them with a footer, those read so far without.
+  uint64_t blobs = 0;
+  uint64_t blob_bytes = 0;
+  // From the last ForEach.
+  uint64_t syscall_events = 0;
+  uint64_t process_events = 0;
+  uint64_t lost_events = 0;
+  uint64_t bytes_captured = 0;         // sum of the delivered buffers' byte counts
+  uint64_t blob_bytes_referenced = 0;  // the part of bytes_captured stored as blob references
+  uint64_t chunks_skipped = 0;         // events chunks the index ruled out
+};
+
+class Reader {
+ public:
+  using SyscallFn = std::function<void(const SyscallEvent&)>;
+  using ProcessFn = std::function<void(const ProcessEvent&)>;
+
+  // Fails when the file is not a fay trace, has a newer major version, or its header chunk is
+  // unreadable. Damage further on is reported by ForEach, after the events before it.
+  static Expected<Reader> Open(const std::string& path);
+
+  Reader(Reader&&) noexcept = default;
+  Reader& operator=(Reader&&) noexcept = default;
+
+  const RecordingInfo& info() const { return info_; }
+  const std::string& path() const { return path_; }
+  uint16_t version_major() const { return major_; }
+  uint16_t version_minor() const { return minor_; }
+  const std::string& writer() const { return writer_; }
+  const std::vector<ChunkRef>& chunks() const { return chunks_; }
+
+  bool has_footer() const { return has_footer_; }
+  // No footer and the data ends at (or inside) a chunk: the writer never finished.
+  bool truncated() const { return truncated_; }
+  // Offset and sequence number of the last whole chunk (the header chunk at worst).
+  uint64_t last_chunk_offset() const { return last_chunk_offset_; }
+  uint32_t last_chunk_seq() const { return last_chunk_seq_; }
+  // "truncated after chunk N at offset X (...)", or empty.
+  std::string TruncationMessage() const;
+  // Damage found while walking the chunk headers at Open; ForEach returns it after the events
+  // before it.
+  const Status& damage() const { return damage_; }
+
+  // Calls back in file order; stops at the first unreadable chunk and returns its error (the
+  // events before it were delivered). A truncated file is not an error: see truncated().
+  Status ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process = {});
+  Status ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
+                 const ProcessFn& on_process = {});
+
+  ReaderStats stats() const { return stats_; }
+
+ private:
+  struct BlobLoc {
+    uint32_t chunk = 0;  // index into chunks_
+    uint32_t offset = 0;
+    uint32_t size = 0;
+  };
+  struct CachedChunk {
+    uint32_t chunk = 0;
+    std::shared_ptr<const Bytes> raw;
+  };
+
+  Reader() = default;
+  Status ReadPreamble();
+  Status ReadHeaderChunk();
+  bool TryFooter();
+  void WalkChunks(uint64_t from);
+  // Reads, checks and decompresses a chunk; *header receives its decoded header.
+  Status LoadChunk(const ChunkRef& c, ChunkHeader* header, Bytes* raw);
+  Expected<std::shared_ptr<const Bytes>> BlobChunk(uint32_t index);
+  Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
+  std::string Where(const ChunkRef& c) const;
+  void AddBlob(const Hash128& h, BlobLoc loc);
+
+  std::string path_;
+  OwnedFd fd_;
+  uint16_t major_ = 0;
+  uint16_t minor_ = 0;
+  std::string writer_;
+  RecordingInfo info_;
+  uint64_t file_size_ = 0;
+  uint64_t data_start_ = 0;       // first byte after the header chunk
+  std::vector<ChunkRef> chunks_;  // blob, events and unknown chunks, in file order
+  bool has_footer_ = false;
+  bool truncated_ = false;
+  uint64_t last_chunk_offset_ = 0;
+  uint32_t last_chunk_seq_ = 0;
+  uint64_t valid_end_ = 0;  // end of the last whole chunk
+  Status damage_;
+  std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
+  std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
+  std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();
+  ReaderStats stats_;
+};
+
+}  // namespace fay::trace

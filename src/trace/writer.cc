@@ -1,0 +1,348 @@
+#include "trace/writer.h"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "trace/crc32c.h"
+#include "trace/header_codec.h"
+
+namespace fay::trace {
+namespace {
+
+size_t BufferBytes(const SyscallEvent& ev) {
+  size_t n = 0;
+  for (const CapturedBuffer& b : ev.buffers) n += b.bytes.size();
+  return n;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const RecordingInfo& info,
+                                                 WriterOptions options) {
+  if (options.chunk_bytes == 0 || options.queue_events == 0)
+    return Error(Code::kInvalidArgument, "trace writer: chunk_bytes and queue_events must be > 0");
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create trace file " + path);
+  auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
+  FAY_RETURN_IF_ERROR(w->WriteHeader(info));
+  w->thread_ = std::thread([p = w.get()] { p->Run(); });
+  return w;
+}
+
+Writer::Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options)
+    : path_(path), fd_(std::move(fd)), opts_(std::move(options)), compressor_(opts_.zstd_level) {}
+
+Writer::~Writer() {
+  Close();
+}
+
+Status Writer::WriteHeader(const RecordingInfo& info) {
+  Bytes pre;
+  PutRaw(pre, kFileMagic, sizeof(kFileMagic));
+  PutU16(pre, kFormatMajor);
+  PutU16(pre, kFormatMinor);
+  PutU32(pre, 0);  // flags
+  FAY_RETURN_IF_ERROR(WriteAll(fd_.get(), pre.data(), pre.size(), "writing " + path_));
+  offset_ = pre.size();
+  stats_.file_bytes = offset_;
+  uint32_t fields = 0;
+  Bytes header = EncodeHeader(info, opts_.writer_name, &fields);
+  uint64_t at;
+  uint32_t seq, stored;
+  // Uncompressed, so `xxd` shows the recording's command line and host at a glance.
+  Status st = WriteChunk(ChunkType::kHeader, Codec::kNone, header, fields, &at, &seq, &stored);
+  published_ = stats_;
+  return st;
+}
+
+bool Writer::BatchReady() const {
+  return queue_.size() >= std::min(kBatchEvents, opts_.queue_events) ||
+         queued_bytes_ >= std::min(kBatchBytes, opts_.queue_bytes);
+}
+
+bool Writer::Push(Item item, size_t bytes) {
+  std::unique_lock lk(mu_);
+  not_full_.wait(lk, [&] {
+    return failed_ || closing_ ||
+           (queue_.size() < opts_.queue_events &&
+            (queue_.empty() || queued_bytes_ + bytes <= opts_.queue_bytes));
+  });
+  if (failed_ || closing_) {
+    ++dropped_;
+    return false;
+  }
+  queue_.push_back(std::move(item));
+  queued_bytes_ += bytes;
+  if (BatchReady()) not_empty_.notify_one();
+  return true;
+}
+
+bool Writer::Append(SyscallEvent ev) {
+  size_t bytes = sizeof(SyscallEvent) + BufferBytes(ev);
+  return Push(std::move(ev), bytes);
+}
+
+bool Writer::Append(ProcessEvent ev) {
+  size_t bytes = sizeof(ProcessEvent) + ev.path.size();
+  return Push(std::move(ev), bytes);
+}
+
+bool Writer::AppendLoss(uint64_t time_ns, uint64_t count) {
+  return Push(LossRecord{time_ns, count}, sizeof(LossRecord));
+}
+
+void Writer::Run() {
+  std::deque<Item> batch;
+  for (;;) {
+    bool done;
+    {
+      std::unique_lock lk(mu_);
+      // Waking per event would cost the recorder a futex call and a context switch on every
+      // syscall; the thread instead takes the queue in batches, or whatever is there every
+      // kBatchWait.
+      auto ready = [&] { return BatchReady() || closing_; };
+      auto until = std::chrono::steady_clock::now() + kBatchWait;
+      if (pending_index_.records > 0 && !thread_failed_ && chunk_deadline_ < until)
+        until = chunk_deadline_;
+      not_empty_.wait_until(lk, until, ready);
+      batch.swap(queue_);
+      queued_bytes_ = 0;
+      done = closing_ && batch.empty();
+    }
+    not_full_.notify_all();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (thread_failed_) {
+        stats_.dropped_events += batch.size() - i;
+        break;
+      }
+      Encode(batch[i]);
+    }
+    batch.clear();
+    if (!thread_failed_ && pending_index_.records > 0 &&
+        std::chrono::steady_clock::now() >= chunk_deadline_)
+      FlushEvents();
+    if (done && !thread_failed_) Finish();
+    {
+      std::lock_guard lk(mu_);
+      published_ = stats_;
+    }
+    if (done) return;
+  }
+}
+
+void Writer::Encode(const Item& item) {
+  uint64_t first, last;
+  if (const auto* ev = std::get_if<SyscallEvent>(&item)) {
+    encoder_.Syscall(
+        *ev, [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b); },
+        &events_raw_);
+    if (thread_failed_) {  // a blob chunk failed to write
+      ++stats_.dropped_events;
+      return;
+    }
+    first = ev->entry_ns;
+    last = std::max(ev->entry_ns, ev->exit_ns);
+    pending_tids_.insert(ev->tid);
+    ++stats_.syscall_events;
+    stats_.bytes_captured += BufferBytes(*ev);
+  } else if (const auto* pe = std::get_if<ProcessEvent>(&item)) {
+    encoder_.Process(*pe, &events_raw_);
+    first = last = pe->time_ns;
+    pending_tids_.insert(pe->tid);
+    ++stats_.process_events;
+  } else {
+    const auto& loss = std::get<LossRecord>(item);
+    encoder_.Loss(loss, &events_raw_);
+    first = last = loss.time_ns;
+    stats_.lost_events += loss.count;
+  }
+  EventChunkIndex& idx = pending_index_;
+  if (idx.records == 0) {
+    idx.first_ns = first;
+    idx.last_ns = last;
+    chunk_deadline_ = std::chrono::steady_clock::now() + opts_.flush_interval;
+  } else {
+    idx.first_ns = std::min(idx.first_ns, first);
+    idx.last_ns = std::max(idx.last_ns, last);
+  }
+  ++idx.records;
+  if (events_raw_.size() >= opts_.chunk_bytes) FlushEvents();
+}
+
+void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
+  if (!seen_blobs_.insert(h).second) {
+    ++stats_.blobs_deduped;
+    return;
+  }
+  // A blob chunk holds either blobs up to blob_chunk_bytes or a single larger blob.
+  if (!blobs_raw_.empty() && blobs_raw_.size() + bytes.size() > opts_.blob_chunk_bytes)
+    FlushBlobs();
+  PutU64(blobs_raw_, h.lo);
+  PutU64(blobs_raw_, h.hi);
+  PutVarint(blobs_raw_, bytes.size());
+  pending_blobs_.push_back(
+      BlobEntry{h, static_cast<uint32_t>(blobs_raw_.size()), static_cast<uint32_t>(bytes.size())});
+  PutRaw(blobs_raw_, bytes.data(), bytes.size());
+  ++stats_.blobs_stored;
+  stats_.bytes_blob_stored += bytes.size();
+}
+
+void Writer::FlushBlobs() {
+  if (pending_blobs_.empty() || thread_failed_) return;
+  BlobChunkIndex idx;
+  Status st = WriteChunk(ChunkType::kBlobs, Codec::kZstd, blobs_raw_,
+                         static_cast<uint32_t>(pending_blobs_.size()), &idx.offset, &idx.seq,
+                         &idx.stored_length);
+  if (!st.ok()) return Fail(st);
+  idx.raw_length = static_cast<uint32_t>(blobs_raw_.size());
+  idx.blobs = std::move(pending_blobs_);
+  footer_.blobs.push_back(std::move(idx));
+  pending_blobs_.clear();
+  blobs_raw_.clear();
+}
+
+void Writer::FlushEvents() {
+  if (pending_index_.records == 0 || thread_failed_) return;
+  // Blobs go first: every blob an events chunk references sits earlier in the file.
+  FlushBlobs();
+  if (thread_failed_) return;
+  EventChunkIndex& idx = pending_index_;
+  Status st = WriteChunk(ChunkType::kEvents, Codec::kZstd, events_raw_, idx.records, &idx.offset,
+                         &idx.seq, &idx.stored_length);
+  if (!st.ok()) return Fail(st);
+  idx.raw_length = static_cast<uint32_t>(events_raw_.size());
+  idx.tids.assign(pending_tids_.begin(), pending_tids_.end());
+  std::sort(idx.tids.begin(), idx.tids.end());
+  footer_.events.push_back(std::move(idx));
+  pending_index_ = EventChunkIndex{};
+  pending_tids_.clear();
+  events_raw_.clear();
+  encoder_.Reset();
+}
+
+void Writer::Finish() {
+  FlushEvents();
+  FlushBlobs();
+  if (thread_failed_) return;
+  uint64_t footer_offset;
+  uint32_t seq, stored;
+  Bytes footer = EncodeFooter(footer_);
+  Status st = WriteChunk(ChunkType::kFooter, Codec::kZstd, footer,
+                         static_cast<uint32_t>(footer_.events.size() + footer_.blobs.size()),
+                         &footer_offset, &seq, &stored);
+  if (!st.ok()) return Fail(st);
+  uint8_t trailer[kTrailerSize];
+  EncodeTrailer(Trailer{footer_offset, next_seq_}, trailer);
+  st = WriteAll(fd_.get(), trailer, sizeof(trailer), "writing " + path_);
+  if (!st.ok()) return Fail(st);
+  offset_ += sizeof(trailer);
+  stats_.file_bytes = offset_;
+}
+
+Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
+                          uint64_t* offset, uint32_t* seq, uint32_t* stored) {
+  if (raw.size() > UINT32_MAX)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("a {} chunk of {} bytes exceeds the 4 GiB chunk limit",
+                             ChunkTypeName(type), raw.size()));
+  const Bytes* payload = &raw;
+  if (codec == Codec::kZstd) {
+    FAY_RETURN_IF_ERROR(compressor_.Compress(raw, &scratch_));
+    payload = &scratch_;
+  }
+  ChunkHeader h;
+  h.type = type;
+  h.codec = codec;
+  h.seq = next_seq_;
+  h.stored_length = static_cast<uint32_t>(payload->size());
+  h.raw_length = static_cast<uint32_t>(raw.size());
+  h.count = count;
+  h.payload_crc = Crc32c(payload->data(), payload->size());
+  uint8_t hdr[kChunkHeaderSize];
+  EncodeChunkHeader(h, hdr);
+  // One writev per chunk: fewer syscalls, and a crash mid-chunk leaves at most one partial chunk.
+  iovec iov[2] = {{hdr, sizeof(hdr)}, {const_cast<uint8_t*>(payload->data()), payload->size()}};
+  size_t total = sizeof(hdr) + payload->size();
+  ssize_t w;
+  do {
+    w = ::writev(fd_.get(), iov, 2);
+  } while (w < 0 && errno == EINTR);
+  if (w < 0) return ErrnoError("writing " + path_);
+  if (static_cast<size_t>(w) < total) {
+    // Short write: finish with plain writes from where writev stopped.
+    Bytes rest(hdr, hdr + sizeof(hdr));
+    rest.insert(rest.end(), payload->begin(), payload->end());
+    FAY_RETURN_IF_ERROR(
+        WriteAll(fd_.get(), rest.data() + w, total - static_cast<size_t>(w), "writing " + path_));
+  }
+  *offset = offset_;
+  *seq = next_seq_++;
+  *stored = h.stored_length;
+  offset_ += total;
+  ++stats_.chunks;
+  stats_.bytes_raw += raw.size();
+  stats_.bytes_stored += payload->size();
+  stats_.file_bytes = offset_;
+  return Status::Ok();
+}
+
+void Writer::Fail(const Status& st) {
+  thread_failed_ = true;
+  stats_.dropped_events += pending_index_.records;  // encoded, never to reach the file
+  // Cut a partial chunk off, so the file ends on a chunk boundary (best effort: a device such as
+  // /dev/full cannot be truncated, and the reader copes with a partial chunk anyway).
+  if (::ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0) stats_.file_bytes = offset_;
+  Status err(st.code(), fmt::format("{}; recording stopped, the trace is readable up to offset {} "
+                                    "({} whole chunks)",
+                                    st.message(), offset_, next_seq_));
+  std::lock_guard lk(mu_);
+  failed_ = true;
+  error_ = err;
+  dropped_ += queue_.size();
+  queue_.clear();
+  queued_bytes_ = 0;
+  not_full_.notify_all();
+}
+
+Status Writer::Close() {
+  if (closed_) {
+    std::lock_guard lk(mu_);
+    return error_;
+  }
+  closed_ = true;
+  {
+    std::lock_guard lk(mu_);
+    closing_ = true;
+  }
+  not_empty_.notify_all();
+  not_full_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lk(mu_);
+  if (!failed_) {
+    Status st = fd_.Close("closing " + path_);
+    if (!st.ok()) {
+      failed_ = true;
+      error_ = st;
+    }
+  }
+  return error_;
+}
+
+bool Writer::failed() const {
+  std::lock_guard lk(mu_);
+  return failed_;
+}
+
+WriterStats Writer::stats() const {
+  std::lock_guard lk(mu_);
+  WriterStats s = published_;
+  s.dropped_events += dropped_;
+  return s;
+}
+
+}  // namespace fay::trace

@@ -1,0 +1,141 @@
+// Writes a .fay trace off the caller's critical path. Append copies the event into a bounded
+// queue and returns; a background thread encodes, compresses and writes chunks. When the queue
+// is full Append blocks (backpressure), so nothing is ever dropped silently.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <variant>
+
+#include "common/status.h"
+#include "schema/syscall_event.h"
+#include "trace/bytes.h"
+#include "trace/event_codec.h"
+#include "trace/file_io.h"
+#include "trace/footer.h"
+#include "trace/format.h"
+#include "trace/zstd_codec.h"
+
+namespace fay::trace {
+
+struct WriterOptions {
+  size_t chunk_bytes = 64 << 10;      // raw event bytes that close an events chunk
+  size_t blob_chunk_bytes = 1 << 20;  // raw bytes that close a blob chunk
+  size_t queue_events = 65536;        // Append blocks beyond this many queued events...
+  size_t queue_bytes = 64 << 20;      // ...or this many queued buffer bytes
+  int zstd_level = 3;
+  // A chunk is written at least this often, so a kill -9 loses little.
+  std::chrono::milliseconds flush_interval{1000};
+  std::string writer_name = "fay";  // stored in the header, for people debugging a file
+};
+
+struct WriterStats {
+  uint64_t syscall_events = 0;  // written to chunks (or pending in the current chunk)
+  uint64_t process_events = 0;
+  uint64_t lost_events = 0;        // reported through AppendLoss
+  uint64_t dropped_events = 0;     // appended but never to reach the file, because it failed
+  uint64_t chunks = 0;             // chunks written, header included
+  uint64_t bytes_raw = 0;          // chunk payload bytes before compression
+  uint64_t bytes_stored = 0;       // chunk payload bytes after compression
+  uint64_t file_bytes = 0;         // bytes in the file so far
+  uint64_t blobs_stored = 0;       // distinct payloads put in the blob store
+  uint64_t blobs_deduped = 0;      // payloads found already stored
+  uint64_t bytes_captured = 0;     // buffer bytes appended (sum of CapturedBuffer::bytes sizes)
+  uint64_t bytes_blob_stored = 0;  // distinct blob bytes, before compression
+};
+
+class Writer {
+  struct Key {};  // keeps construction to Create
+
+ public:
+  // Creates (truncating) path and writes the preamble and header chunk before returning, so an
+  // unwritable path is reported here.
+  static Expected<std::unique_ptr<Writer>> Create(const std::string& path,
+                                                  const RecordingInfo& info,
+                                                  WriterOptions options = {});
+  Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options);
+  ~Writer();  // closes if Close was not called
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Queue one event. Blocks while the queue is full. Returns false (and counts the event as
+  // dropped) once the writer has failed or been closed.
+  bool Append(SyscallEvent ev);
+  bool Append(ProcessEvent ev);
+  // Records that `count` events were lost at the source around time_ns.
+  bool AppendLoss(uint64_t time_ns, uint64_t count);
+
+  // Drains the queue, writes the last chunks, the footer and the trailer. The first write error
+  // (e.g. ENOSPC) is returned here; the file is then readable up to its last whole chunk.
+  // Calling it again returns the same status.
+  Status Close();
+  bool failed() const;
+
+  // The writer thread wakes when this much is queued, or after kBatchWait.
+  static constexpr size_t kBatchEvents = 512;
+  static constexpr size_t kBatchBytes = 1 << 20;
+  static constexpr std::chrono::milliseconds kBatchWait{20};
+  WriterStats stats() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
+
+  Status WriteHeader(const RecordingInfo& info);
+  bool Push(Item item, size_t bytes);
+  bool BatchReady() const;  // with mu_ held
+  void Run();
+  void Encode(const Item& item);
+  void StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes);
+  void FlushEvents();
+  void FlushBlobs();
+  void Finish();
+  // Writes one chunk at the end of the file; *offset receives where it starts.
+  Status WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_t count, uint64_t* offset,
+                    uint32_t* seq, uint32_t* stored);
+  void Fail(const Status& st);
+
+  const std::string path_;
+  OwnedFd fd_;
+  const WriterOptions opts_;
+
+  // Shared with producers, guarded by mu_.
+  mutable std::mutex mu_;
+  std::condition_variable not_empty_;
+  std::condition_variable not_full_;
+  std::deque<Item> queue_;
+  size_t queued_bytes_ = 0;
+  bool closing_ = false;
+  bool failed_ = false;
+  uint64_t dropped_ = 0;
+  WriterStats published_;
+  Status error_;
+
+  // Owned by the writer thread (and by Create before the thread starts).
+  std::thread thread_;
+  bool closed_ = false;  // touched only by the owner calling Close
+  Compressor compressor_;
+  EventEncoder encoder_;
+  Bytes events_raw_;
+  Bytes blobs_raw_;
+  Bytes scratch_;
+  EventChunkIndex pending_index_;
+  std::unordered_set<int32_t> pending_tids_;
+  std::vector<BlobEntry> pending_blobs_;
+  std::unordered_set<Hash128, Hash128Hasher> seen_blobs_;
+  std::chrono::steady_clock::time_point chunk_deadline_;
+  Footer footer_;
+  uint64_t offset_ = 0;  // end of the last whole chunk written
+  uint32_t next_seq_ = 0;
+  bool thread_failed_ = false;
+  WriterStats stats_;
+};
+
+}  // namespace fay::trace

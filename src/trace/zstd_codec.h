@@ -1,0 +1,39 @@
+// RAII zstd contexts. One compressor lives on the writer thread, one decompressor per reader.
+#pragma once
+
+#include <zstd.h>
+
+#include <memory>
+
+#include "common/status.h"
+#include "trace/bytes.h"
+
+namespace fay::trace {
+
+class Compressor {
+ public:
+  explicit Compressor(int level) : ctx_(ZSTD_createCCtx()), level_(level) {}
+  Status Compress(const Bytes& raw, Bytes* out);
+
+ private:
+  struct Free {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  std::unique_ptr<ZSTD_CCtx, Free> ctx_;
+  int level_;
+};
+
+class Decompressor {
+ public:
+  Decompressor() : ctx_(ZSTD_createDCtx()) {}
+  // Fails unless the frame decompresses to exactly raw_length bytes.
+  Status Decompress(const uint8_t* data, size_t n, size_t raw_length, Bytes* out);
+
+ private:
+  struct Free {
+    void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+  };
+  std::unique_ptr<ZSTD_DCtx, Free> ctx_;
+};
+
+}  // namespace fay::trace

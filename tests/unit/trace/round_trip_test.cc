@@ -1,0 +1,412 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "trace/reader.h"
+#include "trace/writer.h"
+#include "trace_test_util.h"
+
+namespace fay::trace {
+namespace {
+
+using testing::Comm;
+using testing::Describe;
+using testing::ExpectedLines;
+using testing::MakeStream;
+using testing::ReadAll;
+using testing::SampleInfo;
+using testing::ScratchDir;
+using testing::Stream;
+
+void WriteStream(const std::string& path, const Stream& s, WriterOptions opts = {}) {
+  auto w = Writer::Create(path, SampleInfo(), opts);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (auto [proc, i] : s.order) {
+    if (proc)
+      ASSERT_TRUE((*w)->Append(s.processes[i]));
+    else
+      ASSERT_TRUE((*w)->Append(s.syscalls[i]));
+  }
+  Status st = (*w)->Close();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_FALSE((*w)->failed());
+}
+
+WriterOptions SmallChunks() {
+  WriterOptions o;
+  o.chunk_bytes = 4096;
+  o.blob_chunk_bytes = 16 << 10;
+  return o;
+}
+
+TEST(RoundTripTest, HeaderComesBackExactly) {
+  ScratchDir dir;
+  std::string path = dir.File("h.fay");
+  WriteStream(path, Stream{});
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  RecordingInfo want = SampleInfo();
+  const RecordingInfo& got = r->info();
+  EXPECT_EQ(got.argv, want.argv);
+  EXPECT_EQ(got.env, want.env);
+  EXPECT_EQ(got.cwd, want.cwd);
+  EXPECT_EQ(got.root_pid, want.root_pid);
+  EXPECT_EQ(got.backend, want.backend);
+  EXPECT_EQ(got.host, want.host);
+  EXPECT_EQ(got.kernel, want.kernel);
+  EXPECT_EQ(got.arch, want.arch);
+  EXPECT_EQ(got.anchor_monotonic_ns, want.anchor_monotonic_ns);
+  EXPECT_EQ(got.anchor_realtime_ns, want.anchor_realtime_ns);
+  EXPECT_EQ(got.syscall_table_version, want.syscall_table_version);
+  EXPECT_EQ(got.max_buffer, want.max_buffer);
+  EXPECT_EQ(got.syscall_filter, want.syscall_filter);
+  EXPECT_EQ(r->writer(), "fay");
+  EXPECT_EQ(r->version_major(), 1);
+  EXPECT_EQ(r->version_minor(), 0);
+  EXPECT_TRUE(r->has_footer());
+  EXPECT_FALSE(r->truncated());
+  Status st;
+  EXPECT_TRUE(ReadAll(*r, &st).empty());
+  EXPECT_TRUE(st.ok());
+  EXPECT_EQ(r->stats().chunks, 0u);  // no data chunks
+}
+
+TEST(RoundTripTest, ManyEventsWithBuffersAndProcessEvents) {
+  ScratchDir dir;
+  std::string path = dir.File("rt.fay");
+  Stream s = MakeStream(20000, 42);
+  WriteStream(path, s, SmallChunks());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->has_footer());
+  EXPECT_GT(r->stats().event_chunks, 20u);
+  EXPECT_GT(r->stats().blob_chunks, 5u);
+  Status st;
+  std::vector<std::string> got = ReadAll(*r, &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<std::string> want = ExpectedLines(s);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "event " << i;
+  EXPECT_EQ(r->stats().syscall_events, s.syscalls.size());
+  EXPECT_EQ(r->stats().process_events, s.processes.size());
+  // Reading twice gives the same answer (blob cache and index reused).
+  std::vector<std::string> again = ReadAll(*r, &st);
+  EXPECT_EQ(again, want);
+}
+
+TEST(RoundTripTest, EdgeValuesSurvive) {
+  ScratchDir dir;
+  std::string path = dir.File("edge.fay");
+  SyscallEvent a;
+  a.entry_ns = UINT64_MAX - 5;
+  a.exit_ns = 3;  // earlier than entry: stored as given, not "fixed"
+  a.pid = INT32_MIN;
+  a.tid = INT32_MAX;
+  a.ppid = -1;
+  a.uid = UINT32_MAX;
+  a.comm = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'};
+  a.nr = -1;
+  a.args = {UINT64_MAX, 0, 1ull << 63, 42, UINT64_MAX - 1, 7};
+  a.ret = INT64_MIN;
+  a.flags = 0xFFFFFFFFu;
+  CapturedBuffer odd;
+  odd.arg = 200;  // outside 0..5
+  odd.sub = 65535;
+  odd.dir = static_cast<BufferDir>(0);
+  odd.addr = 1;
+  odd.length = UINT64_MAX;
+  odd.truncated = true;
+  odd.not_captured = true;
+  odd.bytes = {0, 0, 0};
+  CapturedBuffer empty;
+  empty.arg = 5;
+  empty.addr = 0;
+  a.buffers = {odd, empty};
+  SyscallEvent b = a;  // same tid, context changes inside the chunk
+  b.comm = {'x', '\0', 'y'};
+  b.uid = 0;
+  b.nr = 0;
+  b.exit_ns = 0;
+  b.entry_ns = 0;
+  b.buffers.clear();
+  ProcessEvent p;
+  p.kind = static_cast<ProcessEventKind>(200);
+  p.time_ns = UINT64_MAX;
+  p.pid = -5;
+  p.tid = INT32_MIN;
+  p.parent_pid = INT32_MAX;
+  p.is_thread = true;
+  p.exit_status = INT32_MIN;
+  p.path = std::string("with\0nul", 8);
+  {
+    auto w = Writer::Create(path, RecordingInfo{});
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(a);
+    (*w)->Append(p);
+    (*w)->Append(b);
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Status st;
+  std::vector<std::string> got = ReadAll(*r, &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"S " + Describe(a), "P " + Describe(p), "S " + Describe(b)}));
+  EXPECT_TRUE(r->info().argv.empty());
+  EXPECT_EQ(r->info().root_pid, 0);
+}
+
+SyscallEvent WriteWithPayload(uint64_t t, std::vector<uint8_t> bytes) {
+  SyscallEvent e;
+  e.entry_ns = t;
+  e.exit_ns = t + 10;
+  e.pid = e.tid = 7;
+  e.comm = Comm("w");
+  e.nr = 1;
+  e.args = {1, 0x1000, bytes.size()};
+  e.ret = static_cast<int64_t>(bytes.size());
+  CapturedBuffer b;
+  b.arg = 1;
+  b.addr = 0x1000;
+  b.length = bytes.size();
+  b.bytes = std::move(bytes);
+  e.buffers.push_back(std::move(b));
+  return e;
+}
+
+TEST(DedupTest, SamePayloadIsStoredOnce) {
+  ScratchDir dir;
+  std::string path = dir.File("dedup.fay");
+  std::vector<uint8_t> payload(1000);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 13 + 1);
+  std::vector<uint8_t> other = payload;
+  other[999] ^= 1;
+  WriterOptions opts;
+  opts.chunk_bytes = 1;  // each event in its own chunk: dedup must span chunks
+  auto w = Writer::Create(path, SampleInfo(), opts);
+  ASSERT_TRUE(w.ok());
+  (*w)->Append(WriteWithPayload(100, payload));
+  (*w)->Append(WriteWithPayload(200, payload));
+  (*w)->Append(WriteWithPayload(300, other));
+  (*w)->Append(WriteWithPayload(400, payload));
+  ASSERT_TRUE((*w)->Close().ok());
+  WriterStats ws = (*w)->stats();
+  EXPECT_EQ(ws.blobs_stored, 2u);
+  EXPECT_EQ(ws.blobs_deduped, 2u);
+  EXPECT_EQ(ws.bytes_captured, 4000u);
+  EXPECT_EQ(ws.bytes_blob_stored, 2000u);
+  EXPECT_EQ(ws.syscall_events, 4u);
+
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stats().blobs, 2u);
+  EXPECT_EQ(r->stats().blob_bytes, 2000u);
+  EXPECT_EQ(r->stats().event_chunks, 4u);
+  EXPECT_EQ(r->stats().blob_chunks, 2u);
+  std::vector<std::vector<uint8_t>> got;
+  Status st = r->ForEach([&](const SyscallEvent& e) { got.push_back(e.buffers.at(0).bytes); });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got, (std::vector<std::vector<uint8_t>>{payload, payload, other, payload}));
+  EXPECT_EQ(r->stats().bytes_captured, 4000u);
+}
+
+TEST(DedupTest, SmallPayloadsStayInline) {
+  ScratchDir dir;
+  std::string path = dir.File("inline.fay");
+  auto w = Writer::Create(path, SampleInfo());
+  ASSERT_TRUE(w.ok());
+  (*w)->Append(WriteWithPayload(1, std::vector<uint8_t>(kInlineMax, 0xAB)));
+  (*w)->Append(WriteWithPayload(2, std::vector<uint8_t>(kInlineMax + 1, 0xAB)));
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ((*w)->stats().blobs_stored, 1u);
+  EXPECT_EQ((*w)->stats().bytes_blob_stored, kInlineMax + 1);
+}
+
+// A thread-phased stream: tid 10 first, then 20, then 30; small chunks so the index can skip.
+Stream PhasedStream() {
+  Stream s;
+  for (int i = 0; i < 3000; ++i) {
+    SyscallEvent e;
+    e.tid = e.pid = 10 * (1 + i / 1000);
+    e.comm = Comm("phase");
+    e.entry_ns = 1000 + uint64_t(i) * 100;
+    e.exit_ns = e.entry_ns + 50;
+    e.nr = i % 3;
+    e.args = {uint64_t(i % 5), 0, 0, 0, 0, 0};
+    e.ret = i;
+    s.order.emplace_back(false, s.syscalls.size());
+    s.syscalls.push_back(e);
+  }
+  return s;
+}
+
+TEST(SeekTest, ByThreadUsesTheIndex) {
+  ScratchDir dir;
+  std::string path = dir.File("seek.fay");
+  Stream s = PhasedStream();
+  WriterOptions opts;
+  opts.chunk_bytes = 512;
+  WriteStream(path, s, opts);
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  ReadFilter f;
+  f.tids = {20};
+  Status st;
+  std::vector<std::string> got = testing::ReadAll(*r, &st, f);
+  ASSERT_TRUE(st.ok());
+  std::vector<std::string> want;
+  for (const SyscallEvent& e : s.syscalls)
+    if (e.tid == 20) want.push_back("S " + Describe(e));
+  EXPECT_EQ(got, want);
+  // Chunks holding only tid 10 or only tid 30 were never read.
+  size_t with_20 = 0;
+  for (const ChunkRef& c : r->chunks())
+    if (c.type == ChunkType::kEvents && std::find(c.tids.begin(), c.tids.end(), 20) != c.tids.end())
+      ++with_20;
+  EXPECT_GT(r->stats().chunks_skipped, 0u);
+  EXPECT_EQ(r->stats().chunks_skipped, r->stats().event_chunks - with_20);
+}
+
+TEST(SeekTest, ByTimeRangeUsesTheIndex) {
+  ScratchDir dir;
+  std::string path = dir.File("time.fay");
+  Stream s = PhasedStream();
+  WriterOptions opts;
+  opts.chunk_bytes = 512;
+  WriteStream(path, s, opts);
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  ReadFilter f;
+  f.from_ns = 1000 + 1500 * 100 + 25;  // inside event 1500 (entry +25, exit +50)
+  f.to_ns = 1000 + 1600 * 100;
+  Status st;
+  std::vector<std::string> got = testing::ReadAll(*r, &st, f);
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(got.size(), 101u);  // events 1500..1600
+  EXPECT_EQ(got.front(), "S " + Describe(s.syscalls[1500]));
+  EXPECT_EQ(got.back(), "S " + Describe(s.syscalls[1600]));
+  EXPECT_GT(r->stats().chunks_skipped, r->stats().event_chunks / 2);
+}
+
+TEST(WriterTest, LossRecordsAreCounted) {
+  ScratchDir dir;
+  std::string path = dir.File("loss.fay");
+  auto w = Writer::Create(path, SampleInfo());
+  ASSERT_TRUE(w.ok());
+  (*w)->Append(WriteWithPayload(1, {}));
+  (*w)->AppendLoss(5, 3);
+  (*w)->AppendLoss(9, 4);
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ((*w)->stats().lost_events, 7u);
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->ForEach({}).ok());
+  EXPECT_EQ(r->stats().lost_events, 7u);
+  EXPECT_EQ(r->stats().syscall_events, 1u);
+}
+
+TEST(WriterTest, TinyQueueBlocksInsteadOfDropping) {
+  ScratchDir dir;
+  std::string path = dir.File("bp.fay");
+  WriterOptions opts;
+  opts.queue_events = 2;
+  opts.queue_bytes = 1;  // every event exceeds it: one at a time
+  opts.chunk_bytes = 1024;
+  Stream s = MakeStream(3000, 9);
+  WriteStream(path, s, opts);
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  Status st;
+  EXPECT_EQ(ReadAll(*r, &st), ExpectedLines(s));
+}
+
+TEST(WriterTest, AppendAfterCloseIsRefusedAndCounted) {
+  ScratchDir dir;
+  auto w = Writer::Create(dir.File("c.fay"), SampleInfo());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_FALSE((*w)->Append(WriteWithPayload(1, {})));
+  EXPECT_EQ((*w)->stats().dropped_events, 1u);
+  EXPECT_TRUE((*w)->Close().ok());  // idempotent
+}
+
+TEST(WriterTest, FlushesOnATimerSoAKillLosesLittle) {
+  ScratchDir dir;
+  std::string path = dir.File("timer.fay");
+  WriterOptions opts;
+  opts.flush_interval = std::chrono::milliseconds(50);
+  auto w = Writer::Create(path, SampleInfo(), opts);
+  ASSERT_TRUE(w.ok());
+  (*w)->Append(WriteWithPayload(1, std::vector<uint8_t>(100, 1)));
+  // Poll the file as a reader would after kill -9 (the writer never closes before we look).
+  size_t seen = 0;
+  for (int i = 0; i < 100 && seen == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto r = Reader::Open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->truncated());
+    ASSERT_TRUE(r->ForEach([&](const SyscallEvent&) { ++seen; }).ok());
+  }
+  EXPECT_EQ(seen, 1u);
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
+TEST(WriterTest, UnwritablePathFailsAtCreate) {
+  auto w = Writer::Create("/nonexistent-dir/x.fay", SampleInfo());
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message(),
+            "cannot create trace file /nonexistent-dir/x.fay: No such file or directory");
+}
+
+// The size budget: without buffers, a syscall must cost at most a third of strace's
+// text line (40-70 bytes for these calls). A repetitive read/write/fstat loop compresses to
+// about 2.6 bytes per event; 4 leaves room for zstd version drift, not for a regression.
+TEST(CompactnessTest, EventsWithoutBuffersCostAFewBytes) {
+  ScratchDir dir;
+  std::string path = dir.File("size.fay");
+  const int n = 50000;
+  {
+    auto w = Writer::Create(path, SampleInfo());
+    ASSERT_TRUE(w.ok());
+    uint64_t t = 1'000'000'000;
+    for (int i = 0; i < n; ++i) {
+      SyscallEvent e;
+      e.pid = 500;
+      e.tid = 500 + (i / 1000) % 2;
+      e.ppid = 1;
+      e.uid = 1000;
+      e.comm = Comm("cat");
+      e.entry_ns = t;
+      e.exit_ns = t + 800 + (i * 37) % 400;
+      t += 3000 + (i * 7919) % 2000;
+      switch (i % 3) {
+        case 0:  // read(3, 0x7ffd..., 131072) = 131072
+          e.nr = 0;
+          e.args = {3, 0x7ffd12340000, 131072, 0, 0, 0};
+          e.ret = (i % 300 == 0) ? 0 : 131072;
+          break;
+        case 1:  // write(1, 0x7ffd..., 131072) = 131072
+          e.nr = 1;
+          e.args = {1, 0x7ffd12340000, 131072, 0, 0, 0};
+          e.ret = 131072;
+          break;
+        default:  // fstat(3, 0x7ffd...) = 0
+          e.nr = 5;
+          e.args = {3, 0x7ffd12350000 + uint64_t(i % 5) * 16, 0, 0, 0, 0};
+          e.ret = 0;
+      }
+      (*w)->Append(e);
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  double per_event = double(r->stats().bytes_stored) / n;
+  RecordProperty("bytes_per_event", std::to_string(per_event));
+  EXPECT_LE(per_event, 4.0);
+}
+
+}  // namespace
+}  // namespace fay::trace
