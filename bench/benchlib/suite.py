@@ -38,7 +38,7 @@ def syscall_tools(env, argv, also, comm, total, expect, file_expect, needs=()):
         perf_trace_tool(env, "perf trace -s", argv, expect, also),
     ]
     # fay record rows: one per backend that `bench/run --record` names and that can record.
-    tools += [fay_record_tool(env, b, argv, also) for b in env.record_backends]
+    tools += [fay_record_tool(env, b, argv, also, expect=with_total) for b in env.record_backends]
     for t in tools:
         if t is not None:
             t.needs += list(needs)

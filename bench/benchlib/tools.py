@@ -122,7 +122,10 @@ def fay_tool(env, name, workload_argv, query, comm, lo, hi, member, also=None):
     return Tool(name, "fay", argv, all_of(check, also), needs=[env.fay])
 
 
-def fay_record_tool(env, backend, workload_argv, also=None):
+_INFO_ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\w+)\s*$")
+
+
+def fay_record_tool(env, backend, workload_argv, also=None, expect=None):
     """`fay record --backend BACKEND` into a trace file (bytes of trace per event come from it).
 
     None, with the reason printed once, while that backend cannot record /bin/true: the hook is
@@ -140,8 +143,24 @@ def fay_record_tool(env, backend, workload_argv, also=None):
         err = exited_zero(run)
         if err:
             return err, None
-        if not os.path.exists(os.path.join(run.scratch, "trace.fay")):
+        trace = os.path.join(run.scratch, "trace.fay")
+        if not os.path.exists(trace):
             return "fay record wrote no trace", None
+        # The trace itself must hold the workload: `fay info` counts its calls per syscall.
+        info = subprocess.run([env.fay, "info", trace], capture_output=True, text=True, timeout=120)
+        if info.returncode != 0:
+            return f"fay info failed on the trace: {info.stderr.strip()[-200:]}", None
+        counts = {}
+        for line in info.stdout.splitlines():
+            m = _INFO_ROW.match(line)
+            if m:
+                counts[m.group(3)] = int(m.group(1))
+        run.events = sum(counts.values())
+        for sc, (lo, hi) in (expect or {}).items():
+            got = run.events if sc == "total" else counts.get(sc, 0)
+            err = count_within(f"{sc} calls in the trace", got, lo, hi)
+            if err:
+                return err, None
         return None, None
     return Tool(f"fay record ({backend})", "fay", argv, all_of(check, also), needs=[env.fay],
                 trace_file="trace.fay")

@@ -3,6 +3,7 @@
 import shutil
 
 from benchlib.model import Workload
+from benchlib.rules import record_rule
 from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_record_tool, fay_tool,
                             perf_trace_tool, stderr_has, strace_count_tool, strace_file_tool,
                             strace_seccomp_tool)
@@ -62,7 +63,10 @@ def workloads(env):
             # getppid is not a %file call: the filter lets every one through without a stop.
             strace_seccomp_tool(env, loop, {"getppid": (0, 0), "execve": (1, 1)}),
             perf_trace_tool(env, "perf trace -s", loop, {"getppid": exact}),
-        ] + [fay_record_tool(env, b, loop) for b in env.record_backends], acceptance=[("per-event overhead (issue 2)", overhead_rule)])
+        ] + [fay_record_tool(env, b, loop, expect={"getppid": exact})
+             for b in env.record_backends],
+        acceptance=[("per-event overhead (issue 2)", overhead_rule),
+                    ("fay record vs strace -o (issue 4)", record_rule(0.9))])
 
     m = env.scaled(1_000_000)
     # An absolute path: bpftrace -c refuses a name that matches both /bin/dd and /usr/bin/dd.
@@ -87,5 +91,6 @@ def workloads(env):
             strace_seccomp_tool(env, dd, {"read": (0, 0), "write": (0, 0), "execve": (1, 1)},
                                 dd_done),
             perf_trace_tool(env, "perf trace -s", dd, rw),
-        ] + [fay_record_tool(env, b, dd, dd_done) for b in env.record_backends])
+        ] + [fay_record_tool(env, b, dd, dd_done, expect=rw) for b in env.record_backends],
+        acceptance=[("fay record vs strace -o (issue 4)", record_rule(0.9))])
     return [getppid, ddw]

@@ -2,6 +2,7 @@
 a user buffer and into a checksum (bench/workloads/src/seqread.c)."""
 
 from benchlib.model import Workload
+from benchlib.rules import record_rule
 from benchlib.seqdata import SeqFiles, file_bytes
 from benchlib.suite import SLACK, syscall_tools
 
@@ -20,4 +21,6 @@ def workloads(env):
     return [Workload("W2-seqread", "W2",
                      f"sequential read of a {size / (1 << 20):,.0f} MiB cached file in 4 KiB "
                      f"blocks ({reads:,} reads), checksummed", reads, tools,
-                     setup=data.setup, teardown=data.teardown)]
+                     setup=data.setup, teardown=data.teardown,
+                     acceptance=[("fay record vs strace -o, every buffer kept (issue 4)",
+                                  record_rule(1.0, size=False))])]
