@@ -2,7 +2,8 @@
 //
 //   runone RESULT_FILE CMD [ARGS...]
 //
-// Writes "status wall_ns user_us sys_us maxrss_kb" to RESULT_FILE, where status is the exit code
+// Writes "status wall_ns user_us sys_us maxrss_kb start_ns" to RESULT_FILE (start_ns: the
+// CLOCK_MONOTONIC instant just before the fork, for tools that stamp their own milestones), where status is the exit code
 // or -SIGNAL. It exists because ru_maxrss survives exec: a command forked straight from the
 // Python harness would report the harness's own RSS as its peak. Forked from this small static
 // program, the command's peak RSS is its own.
@@ -51,8 +52,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  fprintf(f, "%d %lld %lld %lld %ld\n", code, wall,
+  fprintf(f, "%d %lld %lld %lld %ld %lld\n", code, wall,
           (long long)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec,
-          (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss);
+          (long long)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec, ru.ru_maxrss, start);
   return fclose(f) == 0 ? 0 : 2;
 }

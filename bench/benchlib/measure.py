@@ -20,6 +20,8 @@ class Run:
         self.scratch = None  # the run's scratch directory (removed after the check)
         self.timed_out = False
         self.events = None   # events the tool reported seeing, when its check could tell
+        self.start_ns = None  # CLOCK_MONOTONIC just before the fork (runone only)
+        self.metrics = {}     # per-run figures a check extracted, reported as medians
 
     def to_json(self):
         return {"wall_s": round(self.wall, 6), "cpu_s": round(self.cpu, 6),
@@ -71,7 +73,8 @@ def run_once(argv, timeout, env=None, runone=None):
     if runone and not r.timed_out:
         try:
             with open(result_path) as f:
-                code, wall_ns, user_us, sys_us, rss = (int(x) for x in f.read().split())
+                code, wall_ns, user_us, sys_us, rss, start_ns = (int(x) for x in f.read().split())
+            r.start_ns = start_ns
             r.code, r.wall, r.cpu, r.rss_kb = code, wall_ns / 1e9, (user_us + sys_us) / 1e6, rss
         except (OSError, ValueError):
             r.code = r.code or 126  # runone itself failed; its stderr says why
