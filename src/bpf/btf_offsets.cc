@@ -2,12 +2,56 @@
 
 #include <bpf/btf.h>
 
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <string>
 
 namespace fay::bpf {
 
-Expected<TaskOffsets> TaskStructOffsets() {
+namespace {
+
+// Parsing vmlinux BTF (5 MB, read 4 KiB at a time from sysfs) was a fifth of fay's start-up, and
+// the answer cannot change until the next boot, so it is kept in /run (tmpfs, per boot), keyed
+// by the running kernel's release and build.
+constexpr const char* kCacheDir = "/run/fay";
+constexpr const char* kCachePath = "/run/fay/task_struct_offsets";
+
+std::string KernelIdentity() {
+  utsname u{};
+  if (uname(&u) != 0) return {};
+  return std::string(u.release) + " " + u.version;
+}
+
+bool ReadCache(TaskOffsets* out) {
+  std::ifstream in(kCachePath);
+  std::string id;
+  if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
+  TaskOffsets o;
+  if (!(in >> o.comm >> o.pid >> o.tgid) || o.comm < 0 || o.pid < 0 || o.tgid < 0) return false;
+  *out = o;
+  return true;
+}
+
+void WriteCache(const TaskOffsets& o) {
+  mkdir(kCacheDir, 0755);
+  std::string tmp = std::string(kCachePath) + "." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!f) return;
+    f << KernelIdentity() << "\n" << o.comm << " " << o.pid << " " << o.tgid << "\n";
+    if (!f) return;
+  }
+  // Atomic: a concurrent fay reads the old file or the new one, never half of one.
+  if (rename(tmp.c_str(), kCachePath) != 0) unlink(tmp.c_str());
+}
+
+Expected<TaskOffsets> ParseTaskStructOffsets() {
   btf* vmlinux = btf__load_vmlinux_btf();
   if (!vmlinux) return Error(Code::kNotFound, "the kernel exposes no BTF");
   TaskOffsets out;
@@ -27,6 +71,16 @@ Expected<TaskOffsets> TaskStructOffsets() {
   if (out.comm < 0 || out.pid < 0 || out.tgid < 0)
     return Error(Code::kNotFound, "task_struct.comm/pid/tgid not found in kernel BTF");
   return out;
+}
+
+}  // namespace
+
+Expected<TaskOffsets> TaskStructOffsets() {
+  TaskOffsets o;
+  if (ReadCache(&o)) return o;
+  FAY_ASSIGN_OR_RETURN(o, ParseTaskStructOffsets());
+  WriteCache(o);
+  return o;
 }
 
 Expected<int> TaskCommOffset() {

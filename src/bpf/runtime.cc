@@ -75,9 +75,10 @@ Status LiveQuery::LoadWith(const CodegenOptions& options) {
   for (int i = 0; i < kMapCount; ++i) {
     const MapDesc& d = q->gen_.maps[i];
     if (!d.used) continue;
-    Expected<Map> m = d.type == BPF_MAP_TYPE_STACK_TRACE
-                          ? CreateStackMap(d.name, d.max_entries)
-                          : Map::Create(d.type, d.name, d.key_size, d.value_size, d.max_entries);
+    Expected<Map> m =
+        d.type == BPF_MAP_TYPE_STACK_TRACE
+            ? CreateStackMap(d.name, d.max_entries)
+            : Map::Create(d.type, d.name, d.key_size, d.value_size, d.max_entries, d.flags);
     if (!m.ok()) return m.status();
     fds[i] = m->fd();
     q->maps_[i] = std::move(m).value();

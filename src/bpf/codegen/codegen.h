@@ -74,6 +74,7 @@ struct MapDesc {
   bpf_map_type type = BPF_MAP_TYPE_UNSPEC;
   std::string name;
   uint32_t key_size = 0, value_size = 0, max_entries = 0;
+  uint32_t flags = 0;
 };
 
 struct GeneratedProgram {

@@ -421,7 +421,7 @@ bool UsesStacks(const Plan& plan) {
 Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options) {
   GeneratedQuery q;
   auto set = [&](MapId id, bpf_map_type type, const char* name, uint32_t k, uint32_t v,
-                 uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n}; };
+                 uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n, 0}; };
 
   int entry_off = RoundUp8(std::max(plan.key_size, 8));
   int raw_record_off = entry_off + kEntryValueSize;
@@ -433,10 +433,14 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   if (plan.mode == PlanMode::kAggregate) {
     set(kMapAggA, BPF_MAP_TYPE_PERCPU_HASH, "fay_agg_a", plan.key_size, plan.value_size,
         plan.max_keys);
+    // Preallocating every key's per-CPU states was most of fay's start-up; keys are inserted
+    // rarely (the per-CPU cache absorbs the updates), so allocate them as they come.
+    q.maps[kMapAggA].flags = BPF_F_NO_PREALLOC;
     set(kMapZero, BPF_MAP_TYPE_ARRAY, "fay_zero", 4, plan.value_size, 1);
     if (plan.every_ns) {
       set(kMapAggB, BPF_MAP_TYPE_PERCPU_HASH, "fay_agg_b", plan.key_size, plan.value_size,
           plan.max_keys);
+      q.maps[kMapAggB].flags = BPF_F_NO_PREALLOC;
       set(kMapControl, BPF_MAP_TYPE_ARRAY, "fay_control", 4, 8, 1);
     }
   } else {
@@ -446,6 +450,7 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     set(kMapEntry, BPF_MAP_TYPE_LRU_HASH, "fay_entry", 8, kEntryValueSize, 65536);
   if (options.scoped) {
     set(kMapScope, BPF_MAP_TYPE_HASH, "fay_scope", 4, 1, 65536);
+    q.maps[kMapScope].flags = BPF_F_NO_PREALLOC;
     set(kMapScopeGen, BPF_MAP_TYPE_ARRAY, "fay_scope_gen", 4, 8, 1);
     set(kMapScopeCache, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scope_cache", 4, 24, 1);
   }
