@@ -65,7 +65,10 @@ int RunExplain(const ExplainOptions& opt) {
                  static_cast<int>(m.type), m.key_size, m.value_size, m.max_entries);
   for (const auto& p : gen->programs) {
     fmt::print("\nprogram {} ({}, {} instructions)", p.name, ProgTypeName(p.type), p.insns.size());
-    if (!p.attach.category.empty()) fmt::print(" at {}:{}", p.attach.category, p.attach.name);
+    if (p.type == BPF_PROG_TYPE_RAW_TRACEPOINT)
+      fmt::print(" at raw tracepoint {}", p.attach.name);
+    else if (!p.attach.category.empty())
+      fmt::print(" at {}:{}", p.attach.category, p.attach.name);
     fmt::print("\n{}", bpf::Disassemble(p.insns, p.comments));
   }
   return 0;

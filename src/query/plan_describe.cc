@@ -37,8 +37,9 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
                                                       : "main";
   switch (a.kind) {
     case AttachKind::kTracepoint:
-    case AttachKind::kRawSyscalls:
       return fmt::format("tracepoint {}:{} ({})", a.category, a.name, role);
+    case AttachKind::kRawSyscalls:
+      return fmt::format("raw tracepoint {} ({})", a.name, role);
     case AttachKind::kUprobe: {
       const ProbeInfo& p = plan.probes[a.probe_index];
       return fmt::format("{} {}:{} +0x{:x} ({})", a.is_exit ? "uretprobe" : "uprobe", p.path,
@@ -62,7 +63,7 @@ std::string DescribePlan(const Plan& plan) {
   for (const auto& a : plan.attachments) out += "      attach " + AttachText(plan, a) + "\n";
   if (plan.use_raw_syscalls)
     out +=
-        "      (many syscalls: one raw_syscalls program pair, syscall number -> probe index "
+        "      (the syscall probes share these programs: syscall number -> probe index "
         "through fay_sysfilter)\n";
   if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
   if (plan.predicate)
