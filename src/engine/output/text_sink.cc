@@ -62,7 +62,13 @@ class TextSink : public OutputSink {
       std::vector<std::string> names;
       for (const Slot& s : plan.keys) {
         // Long strings (paths) get 16 columns and overflow rather than pad every line.
-        size_t w = s.type.kind == TypeKind::kString ? std::clamp(s.type.str_len - 1, 1, 16) : 8;
+        // Integers get room for their usual magnitude: `time` is CLOCK_MONOTONIC ns (16
+        // digits on a machine up for months), ids fit 7, counts and sizes 12.
+        size_t w = s.type.kind == TypeKind::kString ? std::clamp(s.type.str_len - 1, 1, 16)
+                   : s.name == "time"               ? 16
+                   : (s.name == "pid" || s.name == "tid" || s.name == "uid" || s.name == "cpu")
+                       ? 7
+                       : 12;
         select_widths_.push_back(std::max(s.name.size(), w));
         select_left_.push_back(s.type.kind != TypeKind::kInt);
         names.push_back(s.name);
