@@ -185,8 +185,9 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
                                    strnlen(reinterpret_cast<const char*>(p), s.size)));
     } else if (s.type.kind == TypeKind::kStack) {
       Stack st;
+      // (tgid << 32) | stack id; see field_gen.cc.
       if (v >= 0 && maps_[kMapStacks]) {
-        auto frames = ReadStack(*maps_[kMapStacks], static_cast<uint32_t>(v));
+        auto frames = ReadStack(*maps_[kMapStacks], static_cast<uint32_t>(v & 0xffffffff));
         if (frames.ok()) st = *frames;
       }
       out.emplace_back(std::move(st));

@@ -136,7 +136,18 @@ void GenField(Gen& g, const Expr& expr) {
       e.LdMap(R2, kMapStacks);
       e.MovImm(R3, BPF_F_USER_STACK);
       e.Call(BPF_FUNC_get_stackid);
-      e.Mov(R7, R0);
+      {
+        // The key is (tgid << 32) | stack id, so user space knows whose address space the
+        // frames belong to when it names them; a negative id (no stack) stays as it is.
+        Label done = e.NewLabel();
+        e.Mov(R7, R0);
+        e.JmpIfImm(BPF_JSLT, R7, 0, done);
+        e.Call(BPF_FUNC_get_current_pid_tgid);
+        e.AluImm(BPF_RSH, R0, 32);
+        e.AluImm(BPF_LSH, R0, 32);
+        e.Alu(BPF_OR, R7, R0);
+        e.Bind(done);
+      }
       return;
     case FieldSource::kComm:
     case FieldSource::kDataLoc:
