@@ -93,7 +93,8 @@ int Run(const DumpOptions& o) {
         size_t eq = call.rfind(" = ");
         if (eq != std::string::npos) {
           line += std::string_view(call).substr(0, eq);
-          if (line.size() < kReturnColumn) line.append(kReturnColumn - line.size(), ' ');
+          // strace pads the call so that " = " starts at column 40 (1-based).
+          if (line.size() + 1 < kReturnColumn) line.append(kReturnColumn - 1 - line.size(), ' ');
           line += std::string_view(call).substr(eq);
         } else {
           line += call;

@@ -44,6 +44,8 @@ std::string Scalar(const ArgSpec& a, uint64_t v) {
       return FormatFlags(a.set, a.set == ValueSet::kCloneFlags ? v : static_cast<uint32_t>(v));
     case ArgType::kEnum:
       return FormatEnum(a.set, v);
+    case ArgType::kOctalMode:
+      return fmt::format("{:#03o}", static_cast<uint32_t>(v));
     case ArgType::kMode:
     case ArgType::kOpenMode:
       return decode::FormatMode(static_cast<uint32_t>(v));

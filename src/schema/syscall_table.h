@@ -50,20 +50,21 @@ struct SyscallInfo {
 enum class ArgType : uint8_t {
   kNone = 0,  // no such argument
   // Scalars.
-  kInt,       // signed 32-bit decimal
-  kLong,      // signed 64-bit decimal (offsets)
-  kUint,      // unsigned 32-bit decimal
-  kUlong,     // unsigned 64-bit decimal (sizes, counts)
-  kHex,       // 0x... (addresses the kernel does not dereference, cookies)
-  kPtr,       // a user pointer the table does not decode: NULL or 0x...
-  kFd,        // file descriptor, plain number (strace default, no -y)
-  kDirfd,     // AT_FDCWD or a descriptor
-  kFlags,     // bit flags of ArgSpec::set
-  kEnum,      // one value of ArgSpec::set
-  kMode,      // file mode: [S_IFxxx|]0644
-  kOpenMode,  // open/openat mode: printed only when the flags ask for one (O_CREAT, O_TMPFILE)
-  kSignal,    // SIGxxx
-  kUid,       // uid/gid: -1 stays -1
+  kInt,        // signed 32-bit decimal
+  kLong,       // signed 64-bit decimal (offsets)
+  kUint,       // unsigned 32-bit decimal
+  kUlong,      // unsigned 64-bit decimal (sizes, counts)
+  kHex,        // 0x... (addresses the kernel does not dereference, cookies)
+  kPtr,        // a user pointer the table does not decode: NULL or 0x...
+  kFd,         // file descriptor, plain number (strace default, no -y)
+  kDirfd,      // AT_FDCWD or a descriptor
+  kFlags,      // bit flags of ArgSpec::set
+  kEnum,       // one value of ArgSpec::set
+  kMode,       // file mode: [S_IFxxx|]0644
+  kOpenMode,   // open/openat mode: printed only when the flags ask for one (O_CREAT, O_TMPFILE)
+  kOctalMode,  // chmod-family mode: plain octal with any type bits (strace prints 0100644)
+  kSignal,     // SIGxxx
+  kUid,        // uid/gid: -1 stays -1
   // User memory.
   kPath,        // NUL-terminated path (not cut by -s)
   kString,      // NUL-terminated string (cut by -s)

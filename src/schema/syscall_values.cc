@@ -604,17 +604,18 @@ std::string FormatEnum(ValueSet set, uint64_t value) {
 }
 
 std::string SignalShortName(int sig) {
-  if (sig >= 34 && sig <= 64) return sig == 34 ? "RTMIN" : fmt::format("RT_{}", sig - 34);
-  if (sig == 32) return "32";
-  if (sig == 33) return "33";
+  // The kernel's numbering, as strace prints it: 32 is RTMIN (glibc keeps 32 and 33 for itself
+  // and calls 34 SIGRTMIN, but the trace shows what the kernel saw).
+  if (sig >= 32 && sig <= 64) return sig == 32 ? "RTMIN" : fmt::format("RT_{}", sig - 32);
+  if (sig == 29) return "IO";  // SIGPOLL is the same signal; strace names it SIGIO
   const char* abbrev = sig > 0 && sig < 32 ? sigabbrev_np(sig) : nullptr;
   if (abbrev == nullptr) return std::to_string(sig);
   return abbrev;
 }
 
 std::string SignalName(int sig) {
-  if (sig <= 0 || sig > 64 || sig == 32 || sig == 33) return std::to_string(sig);
-  if (sig >= 34) return "SIG" + SignalShortName(sig);
+  if (sig <= 0 || sig > 64) return std::to_string(sig);
+  if (sig >= 29) return "SIG" + SignalShortName(sig);
   const char* abbrev = sigabbrev_np(sig);
   if (abbrev == nullptr) return std::to_string(sig);
   return std::string("SIG") + abbrev;
