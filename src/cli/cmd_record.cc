@@ -70,7 +70,8 @@ Runner RegisterRecord(CLI::App& app) {
                   "record only these syscalls, strace style: read,write or %file,%net or !%memory");
   cmd->add_option("--max-buffer", c->max_buffer,
                   "capture at most this many bytes of each buffer (default: whole buffers)");
-  cmd->add_option("-p,--pid", c->opt.pid, "attach to a running process and its threads");
+  cmd->add_option("-p,--pid", c->opt.pid, "attach to a running process and its threads")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("-q,--quiet", c->opt.quiet, "no summary on stderr");
   cmd->add_option("command", c->opt.argv, "the command to run, after --");
   cmd->positionals_at_end();

@@ -1,6 +1,7 @@
 #include "record/recorder.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -20,7 +21,11 @@ std::string DefaultOutputName(const RecordOptions& options) {
   localtime_r(&now, &t);
   char stamp[32];
   strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &t);
-  return fmt::format("fay-{}-{}.fay", cmd, stamp);
+  // Two recordings in the same second must not overwrite each other.
+  std::string name = fmt::format("fay-{}-{}.fay", cmd, stamp);
+  for (int n = 2; access(name.c_str(), F_OK) == 0; ++n)
+    name = fmt::format("fay-{}-{}-{}.fay", cmd, stamp, n);
+  return name;
 }
 
 Expected<RecordResult> Record(const RecordOptions& options) {

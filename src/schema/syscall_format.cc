@@ -126,8 +126,36 @@ std::string FormatClone(const SyscallEvent& ev) {
   return out;
 }
 
+// struct flock as strace prints it: {l_type=F_RDLCK, l_whence=SEEK_SET, l_start=0, l_len=0}.
+std::string FormatFlock(const CapturedBuffer& b, bool with_pid) {
+  if (b.bytes.size() < 32) return fmt::format("{:#x}", b.addr);
+  int16_t type, whence;
+  int64_t start, len;
+  int32_t pid;
+  std::memcpy(&type, b.bytes.data(), 2);
+  std::memcpy(&whence, b.bytes.data() + 2, 2);
+  std::memcpy(&start, b.bytes.data() + 8, 8);
+  std::memcpy(&len, b.bytes.data() + 16, 8);
+  std::memcpy(&pid, b.bytes.data() + 24, 4);
+  static constexpr const char* kTypes[] = {"F_RDLCK", "F_WRLCK", "F_UNLCK"};
+  static constexpr const char* kWhence[] = {"SEEK_SET", "SEEK_CUR", "SEEK_END"};
+  std::string t = type >= 0 && type <= 2 ? kTypes[type] : fmt::format("{:#x} /* F_??? */", type);
+  std::string w =
+      whence >= 0 && whence <= 2 ? kWhence[whence] : fmt::format("{:#x} /* SEEK_??? */", whence);
+  std::string out = fmt::format("{{l_type={}, l_whence={}, l_start={}, l_len={}", t, w, start, len);
+  if (with_pid) out += fmt::format(", l_pid={}", pid);
+  return out + "}";
+}
+
 // fcntl's third argument means something different per command, and some commands take none.
-std::optional<std::string> FcntlArg(uint32_t cmd, uint64_t arg) {
+std::optional<std::string> FcntlArg(const decode::ArgContext& ctx, uint32_t cmd, uint64_t arg) {
+  if (cmd == 5 || cmd == 6 || cmd == 7 || cmd == 36 || cmd == 37 || cmd == 38) {
+    if (arg == 0) return std::string("NULL");
+    bool get = cmd == 5 || cmd == 36;
+    const CapturedBuffer* b = get ? ctx.Latest(2, 0) : ctx.Find(2, 0, BufferDir::kIn);
+    if (b) return FormatFlock(*b, get && b->dir == BufferDir::kOut);
+    return fmt::format("{:#x}", arg);
+  }
   switch (cmd) {
     case 1:
     case 3:
@@ -168,7 +196,7 @@ std::string FormatArgs(const ArgContext& ctx) {
       uint64_t flags = flags_arg >= 0 ? ev.args[flags_arg] : 0;
       if (flags & (kOCreat | kOTmpfileBit)) text = Scalar(a, ev.args[i]);
     } else if (name == "fcntl" && i == 2) {
-      text = FcntlArg(static_cast<uint32_t>(ev.args[1]), ev.args[2]);
+      text = FcntlArg(ctx, static_cast<uint32_t>(ev.args[1]), ev.args[2]);
     } else if (a.set == ValueSet::kSockProto) {
       text = SockProto(ev);
     } else if (a.type >= ArgType::kPath) {

@@ -171,7 +171,9 @@ void Writer::Encode(const Item& item) {
     idx.last_ns = std::max(idx.last_ns, last);
   }
   ++idx.records;
-  if (events_raw_.size() >= opts_.chunk_bytes) FlushEvents();
+  // A blob chunk went out while this event was encoded: write the events that reference it
+  // now, or a full disk could leave megabytes of blobs on it and not one readable event.
+  if (events_raw_.size() >= opts_.chunk_bytes || blobs_flushed_) FlushEvents();
 }
 
 void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
@@ -204,6 +206,7 @@ void Writer::FlushBlobs() {
   footer_.blobs.push_back(std::move(idx));
   pending_blobs_.clear();
   blobs_raw_.clear();
+  blobs_flushed_ = true;
 }
 
 void Writer::FlushEvents() {
@@ -219,6 +222,7 @@ void Writer::FlushEvents() {
   idx.tids.assign(pending_tids_.begin(), pending_tids_.end());
   std::sort(idx.tids.begin(), idx.tids.end());
   footer_.events.push_back(std::move(idx));
+  blobs_flushed_ = false;
   pending_index_ = EventChunkIndex{};
   pending_tids_.clear();
   events_raw_.clear();

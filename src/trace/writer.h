@@ -129,6 +129,7 @@ class Writer {
   EventChunkIndex pending_index_;
   std::unordered_set<int32_t> pending_tids_;
   std::vector<BlobEntry> pending_blobs_;
+  bool blobs_flushed_ = false;  // a blob chunk was written since the last events chunk
   std::unordered_set<Hash128, Hash128Hasher> seen_blobs_;
   std::chrono::steady_clock::time_point chunk_deadline_;
   Footer footer_;

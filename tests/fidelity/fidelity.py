@@ -174,15 +174,6 @@ SCENARIOS = {
 # ----------------------------------------------------------------------------------------------
 
 KNOWN_DIFFERENCES = [
-    {
-        "kind": "render", "syscall": "fcntl", "scenarios": ["sqlite3"],
-        "strace": r"^fcntl\(\d+, F_SETLKW?, \{l_type=F_[A-Z]+LCK, l_whence=SEEK_[A-Z]+, "
-                  r"l_start=\d+, l_len=\d+\}\) = ",
-        "fay": r"^fcntl\(\d+, F_SETLKW?, 0xADDR\) = ",
-        "reason": "fay neither captures nor decodes the struct flock of F_SETLK/F_SETLKW/F_GETLK "
-                  "(src/schema/syscall_capture.cc and syscall_format.cc: fcntl's third argument "
-                  "is a pointer to struct flock for the lock commands); it prints the address",
-    },
 ]
 
 # File syscalls whose decoded arguments must match strace's rendering.

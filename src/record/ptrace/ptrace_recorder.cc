@@ -34,8 +34,10 @@ namespace fay::record {
 namespace {
 
 constexpr int kNrExecve = 59, kNrExecveat = 322, kNrPrctl = 157;
+// TRACESECCOMP: without it the kernel fails every SECCOMP_RET_TRACE call with ENOSYS.
 constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
-                              PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL;
+                              PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL |
+                              PTRACE_O_TRACESECCOMP;
 
 volatile sig_atomic_t g_stop_signal = 0;
 volatile pid_t g_root = 0;
@@ -342,16 +344,11 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
       Task& c = TaskFor(child);
       if (!t.info_read) t.info_read = ReadTaskInfo(tid, &t.info);
       c.info = t.info;  // inherited; tgid and ppid fixed below
-      bool thread = false;
-      if (event == PTRACE_EVENT_CLONE && t.in_syscall) {
-        // clone(flags, ...) or clone3(&args): CLONE_THREAD decides.
-        uint64_t flags = t.pending.args[0];
-        if (t.pending.nr == 435) {
-          ProcessVmMemory mem(tid);
-          if (mem.Read(t.pending.args[0], &flags, sizeof flags) != sizeof flags) flags = 0;
-        }
-        thread = (flags & 0x00010000) != 0;  // CLONE_THREAD
-      }
+      // The new task exists (it is stopped, waiting for us), so /proc says whether it joined
+      // its parent's thread group; the clone flags may not have been seen (-e without clone).
+      TaskInfo child_info;
+      bool thread = event == PTRACE_EVENT_CLONE && ReadTaskInfo(child, &child_info) &&
+                    child_info.tgid != child;
       if (thread) {
         c.info.tgid = t.info.tgid;
       } else {
