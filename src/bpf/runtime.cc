@@ -5,6 +5,7 @@
 #include <linux/perf_event.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -185,10 +186,17 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
                                    strnlen(reinterpret_cast<const char*>(p), s.size)));
     } else if (s.type.kind == TypeKind::kStack) {
       Stack st;
-      // (tgid << 32) | stack id; see field_gen.cc.
+      // (tgid << 32) | stack id; see field_gen.cc. A negative value: no stack.
       if (v >= 0 && maps_[kMapStacks]) {
         auto frames = ReadStack(*maps_[kMapStacks], static_cast<uint32_t>(v & 0xffffffff));
-        if (frames.ok()) st = *frames;
+        if (frames.ok()) {
+          st.frames = std::move(frames).value();
+          DropNonUserTail(&st.frames);  // probes/symbolizer.h
+          st.tgid = static_cast<int32_t>(v >> 32);
+          // While the process runs its maps are read here (first sight, or a frame outside
+          // the last snapshot); after it exits, the snapshot RememberStackProcesses took.
+          st.names = symbolizer_->StackNames(st.tgid, st.frames);
+        }
       }
       out.emplace_back(std::move(st));
     } else {
@@ -196,6 +204,45 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
     }
   }
   return out;
+}
+
+void LiveQuery::StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const {
+  for (const Slot& s : plan_.keys) {
+    if (s.type.kind != TypeKind::kStack) continue;
+    int64_t v;
+    std::memcpy(&v, key + s.offset, 8);
+    if (v >= 0) tgids->push_back(static_cast<int32_t>(v >> 32));
+  }
+}
+
+void LiveQuery::RememberStackProcesses() {
+  bool has_stack = std::any_of(plan_.keys.begin(), plan_.keys.end(),
+                               [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
+  if (!has_stack || plan_.mode != PlanMode::kAggregate) return;
+  std::vector<int32_t> tgids;
+  for (int m : {kMapAggA, kMapAggB}) {
+    if (!maps_[m]) continue;
+    for (const auto& key : maps_[m]->Keys())
+      if (key.size() >= static_cast<size_t>(plan_.key_size)) StackTgidsOf(key.data(), &tgids);
+  }
+  for (int m : {kMapCacheA, kMapCacheB}) {
+    if (!maps_[m]) continue;
+    auto entries = maps_[m]->Dump();
+    if (!entries.ok()) continue;
+    const size_t stride = (maps_[m]->value_size() + 7) & ~size_t{7};
+    for (const auto& ent : *entries) {
+      for (size_t off = 0; off + stride <= ent.value.size(); off += stride) {
+        const uint8_t* slot = ent.value.data() + off;
+        uint64_t used;
+        std::memcpy(&used, slot, 8);
+        if (used) StackTgidsOf(slot + 8, &tgids);
+      }
+    }
+  }
+  std::sort(tgids.begin(), tgids.end());
+  tgids.erase(std::unique(tgids.begin(), tgids.end()), tgids.end());
+  // Known processes are read again now and then: they may have loaded libraries since.
+  for (int32_t tgid : tgids) symbolizer_->Remember(tgid, std::chrono::seconds(1));
 }
 
 Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool clear,

@@ -16,6 +16,7 @@
 #include "bpf/program.h"
 #include "bpf/ringbuf.h"
 #include "engine/value.h"
+#include "probes/symbolizer.h"
 #include "query/plan.h"
 
 namespace fay::bpf {
@@ -39,6 +40,16 @@ class LiveQuery {
   // kSelect: decodes ring-buffer records. Returns the number consumed.
   Expected<int> PollEvents(int timeout_ms, const RowCallback& cb);
 
+  // Names user stack frames (Stack::names) when keys and rows are decoded. Give it the `-c`
+  // command's executable with SetFallbackBinary, for processes that exit unseen.
+  Symbolizer& symbolizer() { return *symbolizer_; }
+  // Snapshots the memory maps of every process that has a stack in the current aggregation
+  // state (new ones now, known ones again when their snapshot is a second old), so its frames
+  // can be named after it exits. Call it every few hundred ms while the query runs; it returns
+  // at once when the query has no stack key or is a select query (those name their frames as
+  // each event arrives).
+  void RememberStackProcesses();
+
   RunStats Stats() const;
   const GeneratedQuery& generated() const { return gen_; }
   size_t attached_links() const { return links_.size(); }
@@ -47,6 +58,8 @@ class LiveQuery {
   LiveQuery(const Plan& plan) : plan_(plan) {}
   Status LoadWith(const CodegenOptions& options);
   Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
+  // The processes (tgids) of the stack keys in raw key bytes.
+  void StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const;
   Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear, uint64_t window_end_ns);
 
   const Plan& plan_;
@@ -58,6 +71,7 @@ class LiveQuery {
   const RowCallback* row_cb_ = nullptr;
   uint64_t window_ = 0;
   RunStats ring_errors_;
+  std::unique_ptr<Symbolizer> symbolizer_ = std::make_unique<Symbolizer>();
 };
 
 }  // namespace fay::bpf

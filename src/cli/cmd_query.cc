@@ -1,6 +1,8 @@
 // fay query: compile a query, load it into the kernel, run until the command ends, the duration
 // passes or a signal arrives, then print the results and detach.
 #include <fcntl.h>
+#include <algorithm>
+
 #include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include "common/child_process.h"
 #include "engine/output/sink.h"
 #include "probes/catalog.h"
+#include "probes/elf_symbols.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
 
@@ -92,6 +95,10 @@ int RunQuery(const QueryOptions& opt) {
     if (!argv.ok()) return Fail(argv.status());
     auto c = HeldChild::Spawn(*argv);
     if (!c.ok()) return Fail(c.status());
+    // Stack frames of a command that exits before its maps are read can still be named from
+    // its executable when that is not position-independent.
+    if (auto exe = ResolveBinaryPath((*argv)[0]); exe.ok())
+      (*live)->symbolizer().SetFallbackBinary(*exe);
     child = std::move(c).value();
     if (Status st = (*live)->AddScopePid(child->pid(), /*pending_exec=*/true); !st.ok())
       return Fail(st);
@@ -144,6 +151,10 @@ int RunQuery(const QueryOptions& opt) {
     int timeout = -1;
     if (wake) timeout = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
     if (p.mode == PlanMode::kSelect && (timeout < 0 || timeout > 100)) timeout = 100;
+    // Stacks are named from /proc/PID/maps, which vanish with the process: look often.
+    bool stacks = std::any_of(p.keys.begin(), p.keys.end(),
+                              [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
+    if (stacks && (timeout < 0 || timeout > 200)) timeout = 200;
     pollfd fds[2] = {{sfd, POLLIN, 0}, {pidfd, POLLIN, 0}};
     poll(fds, pidfd >= 0 ? 2 : 1, timeout);
     signalfd_siginfo si;
@@ -171,8 +182,10 @@ int RunQuery(const QueryOptions& opt) {
       last_window = now;
     }
     if (deadline && now >= deadline) stop = true;
+    (*live)->RememberStackProcesses();
   }
   (void)ring_fd;
+  (*live)->RememberStackProcesses();
 
   (*live)->Detach();
   if (p.mode == PlanMode::kSelect) {

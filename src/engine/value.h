@@ -10,9 +10,24 @@
 
 namespace fay {
 
+// A user stack: its addresses, innermost first, and the process they belong to. `names` is
+// empty (not symbolized) or parallel to `frames`, "" for a frame without a name. Stacks compare
+// by frames, then process, as the kernel keys them; names follow from those.
+struct Stack {
+  std::vector<uint64_t> frames;
+  std::vector<std::string> names;
+  int32_t tgid = 0;
+
+  friend bool operator==(const Stack& a, const Stack& b) {
+    return a.frames == b.frames && a.tgid == b.tgid;
+  }
+  friend bool operator<(const Stack& a, const Stack& b) {
+    if (a.frames != b.frames) return a.frames < b.frames;
+    return a.tgid < b.tgid;
+  }
+};
+
 // Ints are carried as int64_t; a Slot's Type says whether to print them unsigned.
-// Stacks are carried as a vector of user addresses, innermost first.
-using Stack = std::vector<uint64_t>;
 using Value = std::variant<int64_t, std::string, Stack>;
 
 // One event as the interpreter sees it: a value for each field of its probe.

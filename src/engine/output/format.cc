@@ -16,13 +16,18 @@ std::string FormatAddr(uint64_t addr) {
   return fmt::format("0x{:016x}", addr);
 }
 
+std::string FormatFrame(const Stack& stack, size_t i) {
+  if (i < stack.names.size() && !stack.names[i].empty()) return stack.names[i];
+  return FormatAddr(stack.frames[i]);
+}
+
 std::string FormatSlotValue(const Plan& plan, const Slot& slot, const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
   if (const auto* stack = std::get_if<Stack>(&v)) {
     std::string out;
-    for (uint64_t a : *stack) {
-      if (!out.empty()) out += ' ';
-      out += FormatAddr(a);
+    for (size_t i = 0; i < stack->frames.size(); ++i) {
+      if (i > 0) out += "; ";
+      out += FormatFrame(*stack, i);
     }
     return out;
   }

@@ -16,8 +16,12 @@ std::string FormatInt(int64_t v, bool is_signed);
 // "0x00007f1234567890".
 std::string FormatAddr(uint64_t addr);
 
+// One stack frame: its name ("func+0x1a") when it has one, else its address.
+std::string FormatFrame(const Stack& stack, size_t i);
+
 // A key or select column as text. Probe and func ids (ints in a string-typed slot, as read from
-// the kernel) print as the names they stand for; stacks print as space-separated addresses.
+// the kernel) print as the names they stand for; stacks print as their frames, innermost first,
+// separated by "; " (one line per frame is the text sink's block layout).
 std::string FormatSlotValue(const Plan& plan, const Slot& slot, const Value& v);
 
 // Whether an aggregate's value prints unsigned: count and distinct always, sum/min/max/quantile

@@ -20,7 +20,7 @@ Json IntJson(int64_t v, bool is_signed) {
 Json SlotJson(const Plan& plan, const Slot& slot, const Value& v) {
   if (const auto* stack = std::get_if<Stack>(&v)) {
     Json frames = Json::array();
-    for (uint64_t a : *stack) frames.push_back(FormatAddr(a));
+    for (size_t i = 0; i < stack->frames.size(); ++i) frames.push_back(FormatFrame(*stack, i));
     return frames;
   }
   if (const auto* i = std::get_if<int64_t>(&v); i && slot.type.kind == TypeKind::kInt) {

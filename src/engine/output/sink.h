@@ -23,12 +23,9 @@ class OutputSink {
   virtual void Flush();
 };
 
-// Turns a user address into a frame description; the text sink prints hex addresses without one.
-using Symbolizer = std::function<std::string(uint64_t addr)>;
-
-struct TextOptions {
-  Symbolizer symbolize;
-};
+// Options of the terminal output (none yet). Stack frames print by the names they carry
+// (Stack::names, filled where the stack is read), else as addresses.
+struct TextOptions {};
 
 std::unique_ptr<OutputSink> MakeTextSink(FILE* out, TextOptions options = {});
 std::unique_ptr<OutputSink> MakeJsonSink(FILE* out);

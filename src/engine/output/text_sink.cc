@@ -121,11 +121,6 @@ class TextSink : public OutputSink {
     return text;
   }
 
-  std::string Frame(uint64_t addr) const {
-    if (options_.symbolize) return options_.symbolize(addr);
-    return FormatAddr(addr);
-  }
-
   std::string Blocks(const Plan& plan, const ResultSet& rs, const std::vector<size_t>& order) {
     std::string text;
     // With a single histogram and nothing else, the bars follow the key line unlabelled.
@@ -138,7 +133,8 @@ class TextSink : public OutputSink {
         const Slot& slot = plan.keys[k];
         if (const auto* stack = std::get_if<Stack>(&row.keys[k])) {
           stack_keys += slot.name + ":\n";
-          for (uint64_t a : *stack) stack_keys += "    " + Frame(a) + "\n";
+          for (size_t i = 0; i < stack->frames.size(); ++i)
+            stack_keys += "    " + FormatFrame(*stack, i) + "\n";
           continue;
         }
         if (!scalar_keys.empty()) scalar_keys += ", ";

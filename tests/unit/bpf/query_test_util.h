@@ -36,8 +36,11 @@ inline std::string ValueText(const Value& v) {
   if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (const auto* s = std::get_if<std::string>(&v)) return "\"" + *s + "\"";
   const auto& st = std::get<Stack>(v);
-  std::string out = "[";
-  for (size_t i = 0; i < st.size(); ++i) out += fmt::format("{}{:#x}", i ? " " : "", st[i]);
+  std::string out = fmt::format("tgid {} [", st.tgid);
+  for (size_t i = 0; i < st.frames.size(); ++i) {
+    out += fmt::format("{}{:#x}", i ? " " : "", st.frames[i]);
+    if (i < st.names.size() && !st.names[i].empty()) out += " " + st.names[i];
+  }
   return out + "]";
 }
 

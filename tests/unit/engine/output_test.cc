@@ -146,7 +146,8 @@ TEST_F(OutputTest, LinearHistogramWithCountAndStackKey) {
   lh->hi = 100;
   lh->step = 10;
   ResultSet rs;
-  rs.rows.push_back(MakeRow(b.plan, {Stack{0x401000, 0x7f0000001234}}, {{0, 0, 0}, {-1, 15, 250}}));
+  rs.rows.push_back(
+      MakeRow(b.plan, {Stack{{0x401000, 0x7f0000001234}, {}, 42}}, {{0, 0, 0}, {-1, 15, 250}}));
   Capture out;
   MakeTextSink(out.file())->Window(b.plan, rs);
   EXPECT_EQ(out.Text(),
@@ -169,12 +170,62 @@ TEST_F(OutputTest, LinearHistogramWithCountAndStackKey) {
             "[100, ...)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
             "\n");
 
-  // The symbolization hook replaces the raw addresses.
-  TextOptions opts;
-  opts.symbolize = [](uint64_t a) { return a == 0x401000 ? std::string("main+0x10") : "?"; };
+  // Named frames print by name; a frame without a name keeps its address.
+  std::get<Stack>(rs.rows[0].keys[0]).names = {"main+0x10", ""};
   Capture sym;
-  MakeTextSink(sym.file(), opts)->Window(b.plan, rs);
-  EXPECT_EQ(sym.Text().substr(0, 30), "ustack:\n    main+0x10\n    ?\nco");
+  MakeTextSink(sym.file())->Window(b.plan, rs);
+  EXPECT_EQ(sym.Text().substr(0, 55),
+            "ustack:\n"
+            "    main+0x10\n"
+            "    0x00007f0000001234\n"
+            "count = 3\n");
+}
+
+TEST_F(OutputTest, StackKeyBlocksWithScalarKeysInRowOrder) {
+  PlanBuilder b;
+  b.Key(b.Field("comm"));
+  b.plan.keys.push_back({b.Field("pid"), "ustack", Type::Stack(), 0, 8});
+  b.Agg(AggFunc::kCount, nullptr, "count");
+  ResultSet rs;
+  rs.rows.push_back(MakeRow(
+      b.plan, {std::string("python3"), Stack{{0x7f00000010a0, 0x55000000beef}, {"", "main+0x3f"}, 7}},
+      {{0, 0}}));
+  rs.rows.push_back(MakeRow(
+      b.plan,
+      {std::string("func_calls"),
+       Stack{{0x401136, 0x4011f0, 0x401a00}, {"fay_target+0x6", "main+0x40", "__libc_start_main+0x1f0"}, 9}},
+      {{0, 0, 0, 0, 0}}));
+  Capture out;
+  MakeTextSink(out.file())->Window(b.plan, rs);
+  EXPECT_EQ(out.Text(),
+            "comm = func_calls\n"
+            "ustack:\n"
+            "    fay_target+0x6\n"
+            "    main+0x40\n"
+            "    __libc_start_main+0x1f0\n"
+            "count = 5\n"
+            "\n"
+            "comm = python3\n"
+            "ustack:\n"
+            "    0x00007f00000010a0\n"
+            "    main+0x3f\n"
+            "count = 2\n"
+            "\n");
+}
+
+TEST_F(OutputTest, StacksCompareByFramesThenProcess) {
+  Stack a{{1, 2}, {"x", "y"}, 5};
+  Stack b{{1, 2}, {}, 5};
+  Stack c{{1, 2}, {"x", "y"}, 6};
+  Stack d{{1, 3}, {}, 1};
+  EXPECT_TRUE(a == b);  // names follow from frames and process
+  EXPECT_FALSE(a == c);
+  EXPECT_TRUE(a < c);
+  EXPECT_FALSE(c < a);
+  EXPECT_TRUE(c < d);
+  EXPECT_FALSE(a < b);
+  EXPECT_TRUE(Value(a) == Value(b));
+  EXPECT_TRUE(Value(int64_t{1}) < Value(a));
 }
 
 TEST_F(OutputTest, Pow2Labels) {
@@ -196,9 +247,9 @@ TEST_F(OutputTest, TextSelectRows) {
   sink->SelectRow(b.plan, {int64_t{42}, std::string("cat"), int64_t{-2}}, 0);
   sink->SelectRow(b.plan, {int64_t{7}, std::string("sh"), int64_t{12}}, 0);
   EXPECT_EQ(out.Text(),
-            "     pid  comm                  ret\n"
-            "      42  cat                    -2\n"
-            "       7  sh                     12\n");
+            "    pid  comm                      ret\n"
+            "     42  cat                        -2\n"
+            "      7  sh                         12\n");
 }
 
 TEST_F(OutputTest, JsonLines) {
@@ -235,9 +286,26 @@ TEST_F(OutputTest, JsonSelectAndStacks) {
   b.Key(b.Field("args.count"), "bytes");
   b.plan.keys.push_back({b.Field("pid"), "stack", Type::Stack(), 0, 8});
   Capture out;
-  MakeJsonSink(out.file())->SelectRow(b.plan, {int64_t{5}, int64_t{-1}, Stack{0x10}}, 5);
+  auto sink = MakeJsonSink(out.file());
+  sink->SelectRow(b.plan, {int64_t{5}, int64_t{-1}, Stack{{0x10}, {}, 3}}, 5);
+  sink->SelectRow(b.plan,
+                  {int64_t{6}, int64_t{2}, Stack{{0x401136, 0x10, 0x4011f0}, {"fay_target+0x6", "", "main+0x40"}, 3}},
+                  6);
+  sink->SelectRow(b.plan, {int64_t{7}, int64_t{2}, Stack{}}, 7);
   EXPECT_EQ(out.Text(),
-            "{\"time\":5,\"bytes\":18446744073709551615,\"stack\":[\"0x0000000000000010\"]}\n");
+            "{\"time\":5,\"bytes\":18446744073709551615,\"stack\":[\"0x0000000000000010\"]}\n"
+            "{\"time\":6,\"bytes\":2,\"stack\":[\"fay_target+0x6\",\"0x0000000000000010\","
+            "\"main+0x40\"]}\n"
+            "{\"time\":7,\"bytes\":2,\"stack\":[]}\n");
+
+  // Text select rows print a stack on one line.
+  Capture text;
+  MakeTextSink(text.file())
+      ->SelectRow(b.plan,
+                  {int64_t{6}, int64_t{2}, Stack{{0x401136, 0x10}, {"fay_target+0x6", ""}, 3}}, 6);
+  EXPECT_EQ(text.Text(),
+            "            time         bytes  stack\n"
+            "               6             2  fay_target+0x6; 0x0000000000000010\n");
 }
 
 TEST_F(OutputTest, Summary) {
