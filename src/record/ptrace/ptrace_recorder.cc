@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
@@ -101,6 +102,9 @@ class PtraceRecorder {
   Status Go();
   Status AttachAll(pid_t pid);
   void Loop();
+  pid_t WaitForStop(int* status);
+  static constexpr int kMinSpin = 8, kMaxSpin = 256;
+  int spin_budget_ = kMaxSpin;
   void OnSyscallStop(pid_t tid, Task& t);
   void OnEventStop(pid_t tid, Task& t, int event, int status);
   void OnGone(pid_t tid, int status);
@@ -459,11 +463,30 @@ void PtraceRecorder::BeginDetach() {
   for (auto& [tid, t] : tasks_) ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 }
 
+// A syscall-heavy program stops again a few microseconds after it is resumed. Sleeping in
+// waitpid for that costs a wakeup (an IPI, and on a virtual machine an exit) per stop, which
+// is a large share of a ptrace round trip; so poll for a short while first, and sleep only when
+// the program is busy elsewhere.
+pid_t PtraceRecorder::WaitForStop(int* status) {
+  if (spin_budget_ > 0) {
+    for (int i = 0; i < spin_budget_; ++i) {
+      pid_t tid = waitpid(-1, status, __WALL | WNOHANG);
+      if (tid != 0) {
+        spin_budget_ = std::min(spin_budget_ * 2, kMaxSpin);
+        return tid;
+      }
+    }
+    // Nothing came: the program is doing real work between calls; spin less next time.
+    spin_budget_ = std::max(spin_budget_ / 2, kMinSpin);
+  }
+  return waitpid(-1, status, __WALL);
+}
+
 void PtraceRecorder::Loop() {
   while (!tasks_.empty()) {
     if (g_stop_signal && !detaching_) BeginDetach();
     int status = 0;
-    pid_t tid = waitpid(-1, &status, __WALL);
+    pid_t tid = WaitForStop(&status);
     if (tid < 0) {
       if (errno == EINTR) continue;
       break;  // ECHILD: nothing left to wait for
