@@ -23,4 +23,4 @@ def workloads(env):
                      f"blocks ({reads:,} reads), checksummed", reads, tools,
                      setup=data.setup, teardown=data.teardown,
                      acceptance=[("fay record vs strace -o, every buffer kept (issue 4)",
-                                  record_rule(1.0, size=False))])]
+                                  record_rule(1.0, check_size=False))])]
