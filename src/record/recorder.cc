@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "record/ebpf/ebpf_recorder.h"
 #include "record/ptrace/ptrace_recorder.h"
 
 namespace fay::record {
@@ -29,14 +30,12 @@ std::string DefaultOutputName(const RecordOptions& options) {
 }
 
 Expected<RecordResult> Record(const RecordOptions& options) {
-  if (options.backend == "ebpf")
-    return Error(Code::kUnsupported,
-                 "the eBPF recording backend is not yet available; use --backend ptrace");
-  if (options.backend != "ptrace")
+  if (options.backend != "ptrace" && options.backend != "ebpf")
     return Error(Code::kInvalidArgument,
                  fmt::format("unknown backend '{}' (ptrace or ebpf)", options.backend));
   if (options.argv.empty() == (options.pid == 0))
     return Error(Code::kInvalidArgument, "give either -p PID or a command after --");
+  if (options.backend == "ebpf") return RecordWithEbpf(options);
   return RecordWithPtrace(options);
 }
 

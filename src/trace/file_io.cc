@@ -6,25 +6,6 @@
 
 namespace fay::trace {
 
-OwnedFd& OwnedFd::operator=(OwnedFd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-void OwnedFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-Status OwnedFd::Close(const std::string& what) {
-  int fd = release();
-  if (fd >= 0 && ::close(fd) != 0) return ErrnoError(what);
-  return Status::Ok();
-}
-
 Status WriteAll(int fd, const void* data, size_t n, const std::string& what) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {

@@ -1,4 +1,4 @@
-// The file descriptor and whole-buffer I/O the trace writer and reader use.
+// Whole-buffer I/O the trace writer and reader use, on fay's common UniqueFd.
 #pragma once
 
 #include <sys/types.h>
@@ -8,32 +8,11 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace fay::trace {
 
-class OwnedFd {
- public:
-  OwnedFd() = default;
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(o.release()) {}
-  OwnedFd& operator=(OwnedFd&& o) noexcept;
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd() { reset(); }
-
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset();
-  // close(2) with its error reported: a full disk or NFS can surface only here.
-  Status Close(const std::string& what);
-
- private:
-  int fd_ = -1;
-};
+using OwnedFd = fay::UniqueFd;
 
 // Writes all n bytes (retrying short writes and EINTR); on failure *written holds how many made it.
 Status WriteAll(int fd, const void* data, size_t n, const std::string& what);

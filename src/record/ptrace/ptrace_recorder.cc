@@ -124,6 +124,7 @@ class PtraceRecorder {
   bool detaching_ = false;
   pid_t root_ = 0;
   int go_fd_ = -1;
+  sigset_t child_sigmask_{};  // the mask fay had before blocking its stop signals
   bool spawned_ = false;
   int root_status_ = 0;
   bool root_exited_ = false;
@@ -170,6 +171,8 @@ Status PtraceRecorder::Fork() {
     }
     if (n != 1) _exit(125);  // the recorder gave up before starting us
     if (!filter.empty() && InstallSeccompFilter(filter) != 0) _exit(126);
+    // The recorder blocks its stop signals while it sets up; the command must not inherit that.
+    sigprocmask(SIG_SETMASK, &child_sigmask_, nullptr);
     execv(exe.c_str(), argv.data());
     _exit(127);
   }
@@ -550,6 +553,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   sigaddset(&stop_sigs, SIGTERM);
   sigaddset(&stop_sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
+  child_sigmask_ = old;
   if (opt_.pid && kill(opt_.pid, 0) != 0) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return Error(Code::kNotFound, errno == ESRCH

@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <fstream>
 
 #include <cerrno>
 #include <cstdio>
@@ -81,6 +83,18 @@ void Workload(bool kid) {
   for (int i = 0; i < (kid ? kKidWrites : kMainWrites); ++i)
     syscall(SYS_write, null, buf, WriteSize(i));
   syscall(SYS_close, null);
+}
+
+// /proc/PID/syscall starts with the number of the call the task is blocked in.
+bool WaitBlockedInRead(pid_t pid) {
+  std::string path = fmt::format("/proc/{}/syscall", pid);
+  for (int i = 0; i < 5000; ++i) {
+    std::ifstream in(path);
+    std::string nr;
+    if (in >> nr && nr == "0") return true;
+    usleep(1000);
+  }
+  return false;
 }
 
 // The forked child: waits for `go`, runs the workload, forks a kid that runs its own.
@@ -655,6 +669,9 @@ void DifferentialTest::SetUpTestSuite() {
   }
   close(go[0]);
   main_pid_ = child;
+  // Attach only once the child sits in its read of `go`: the queries attach one after the
+  // other, and a read entered between two attachments would be seen by one query only.
+  if (!WaitBlockedInRead(child)) setup_error_ = "the workload child never blocked on its pipe";
 
   for (const DiffCase* c : cases) {
     CaseRun& run = (*runs_)[c->name];

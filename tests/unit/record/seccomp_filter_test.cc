@@ -3,8 +3,8 @@
 // tracer attached, sees ENOSYS for the traced calls and normal results for the others).
 #include "record/ptrace/seccomp_filter.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -140,8 +140,8 @@ TEST(BuildSeccompFilter, VerdictForEveryNumberMatchesTheSet) {
   for (size_t s = 0; s < sets.size(); ++s) {
     std::vector<sock_filter> f = BuildSeccompFilter(sets[s]);
     for (uint32_t nr = 0; nr < SyscallSet::kMaxNr + 8; ++nr) {
-      uint32_t want = sets[s].Contains(static_cast<int>(nr)) ? SECCOMP_RET_TRACE
-                                                             : SECCOMP_RET_ALLOW;
+      uint32_t want =
+          sets[s].Contains(static_cast<int>(nr)) ? SECCOMP_RET_TRACE : SECCOMP_RET_ALLOW;
       ASSERT_EQ(RunFilter(f, AUDIT_ARCH_X86_64, nr), want) << "set " << s << " nr " << nr;
     }
     // Other ABIs run unfiltered whatever the number.

@@ -26,7 +26,8 @@ class TwoPageChild : public ::testing::Test {
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
       close(p[0]);
-      void* m = mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      void* m =
+          mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) _exit(1);
       auto* b = static_cast<uint8_t*>(m);
       for (size_t i = 0; i < 2 * page_; ++i) b[i] = static_cast<uint8_t>(i * 7 + 1);

@@ -16,6 +16,7 @@ namespace {
 
 using testing::Comm;
 using testing::Describe;
+using testing::ExpectSameInfo;
 
 const char* const kFixture = FAY_SOURCE_DIR "/tests/unit/trace/fixtures/v1.fay";
 
@@ -160,19 +161,7 @@ TEST(FixtureTest, ReadsTheV1Fixture) {
   EXPECT_FALSE(r->truncated());
   const RecordingInfo& got = r->info();
   RecordingInfo want = FixtureInfo();
-  EXPECT_EQ(got.argv, want.argv);
-  EXPECT_EQ(got.env, want.env);
-  EXPECT_EQ(got.cwd, want.cwd);
-  EXPECT_EQ(got.root_pid, want.root_pid);
-  EXPECT_EQ(got.backend, want.backend);
-  EXPECT_EQ(got.host, want.host);
-  EXPECT_EQ(got.kernel, want.kernel);
-  EXPECT_EQ(got.arch, want.arch);
-  EXPECT_EQ(got.anchor_monotonic_ns, want.anchor_monotonic_ns);
-  EXPECT_EQ(got.anchor_realtime_ns, want.anchor_realtime_ns);
-  EXPECT_EQ(got.syscall_table_version, want.syscall_table_version);
-  EXPECT_EQ(got.max_buffer, want.max_buffer);
-  EXPECT_EQ(got.syscall_filter, want.syscall_filter);
+  ExpectSameInfo(got, want);
 
   Status st;
   std::vector<std::string> lines = testing::ReadAll(*r, &st);

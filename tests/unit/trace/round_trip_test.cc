@@ -13,6 +13,7 @@ namespace {
 using testing::Comm;
 using testing::Describe;
 using testing::ExpectedLines;
+using testing::ExpectSameInfo;
 using testing::MakeStream;
 using testing::ReadAll;
 using testing::SampleInfo;
@@ -48,19 +49,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   RecordingInfo want = SampleInfo();
   const RecordingInfo& got = r->info();
-  EXPECT_EQ(got.argv, want.argv);
-  EXPECT_EQ(got.env, want.env);
-  EXPECT_EQ(got.cwd, want.cwd);
-  EXPECT_EQ(got.root_pid, want.root_pid);
-  EXPECT_EQ(got.backend, want.backend);
-  EXPECT_EQ(got.host, want.host);
-  EXPECT_EQ(got.kernel, want.kernel);
-  EXPECT_EQ(got.arch, want.arch);
-  EXPECT_EQ(got.anchor_monotonic_ns, want.anchor_monotonic_ns);
-  EXPECT_EQ(got.anchor_realtime_ns, want.anchor_realtime_ns);
-  EXPECT_EQ(got.syscall_table_version, want.syscall_table_version);
-  EXPECT_EQ(got.max_buffer, want.max_buffer);
-  EXPECT_EQ(got.syscall_filter, want.syscall_filter);
+  ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
   EXPECT_EQ(r->version_minor(), 0);

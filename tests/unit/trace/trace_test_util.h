@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fmt/core.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -178,6 +179,23 @@ inline std::vector<std::string> ExpectedLines(const Stream& s) {
   for (auto [proc, i] : s.order)
     out.push_back(proc ? "P " + Describe(s.processes[i]) : "S " + Describe(s.syscalls[i]));
   return out;
+}
+
+// Every header field, one EXPECT each, so a failure names the field.
+inline void ExpectSameInfo(const RecordingInfo& got, const RecordingInfo& want) {
+  EXPECT_EQ(got.argv, want.argv);
+  EXPECT_EQ(got.env, want.env);
+  EXPECT_EQ(got.cwd, want.cwd);
+  EXPECT_EQ(got.root_pid, want.root_pid);
+  EXPECT_EQ(got.backend, want.backend);
+  EXPECT_EQ(got.host, want.host);
+  EXPECT_EQ(got.kernel, want.kernel);
+  EXPECT_EQ(got.arch, want.arch);
+  EXPECT_EQ(got.anchor_monotonic_ns, want.anchor_monotonic_ns);
+  EXPECT_EQ(got.anchor_realtime_ns, want.anchor_realtime_ns);
+  EXPECT_EQ(got.syscall_table_version, want.syscall_table_version);
+  EXPECT_EQ(got.max_buffer, want.max_buffer);
+  EXPECT_EQ(got.syscall_filter, want.syscall_filter);
 }
 
 }  // namespace fay::trace::testing

@@ -1,0 +1,148 @@
+#include "record/ebpf/capture_spec.h"
+
+#include <algorithm>
+
+#include "schema/syscall_capture.h"
+#include "schema/syscall_table.h"
+
+namespace fay::record::ebpf {
+namespace {
+
+constexpr int kNrFcntl = 72;
+
+bool IsMemory(ArgType t) {
+  return t >= ArgType::kPath && t < ArgType::kCount_;
+}
+
+bool Uncaptured(ArgType t) {
+  return t == ArgType::kStrArray || t == ArgType::kEnvArray || t == ArgType::kIovec ||
+         t == ArgType::kMsghdr;
+}
+
+// The rule for argument i captured in one direction; mirrors CaptureArg in syscall_capture.cc.
+Rule RuleFor(int i, const ArgSpec& a, bool at_exit) {
+  Rule r;
+  r.arg = static_cast<uint8_t>(i);
+  if (a.type == ArgType::kPath || a.type == ArgType::kString) {
+    r.kind = kRuleString;
+    return r;
+  }
+  if (Uncaptured(a.type)) return Rule{};
+  r.kind = kRuleBytes;
+  r.flags = kRuleSkipZero;
+  switch (a.len) {
+    case LenKind::kRet:
+      // At entry there is no return value yet; no table row asks for one.
+      if (!at_exit) return Rule{};
+      r.src = kSrcRet;
+      r.flags = 0;
+      if (a.type == ArgType::kEpollEvent) r.mul = static_cast<uint8_t>(FixedArgSize(a.type));
+      return r;
+    case LenKind::kArgPtr:
+      if (a.len_arg < 0) return Rule{};
+      r.src = kSrcArgPtr;
+      r.len_arg = static_cast<uint8_t>(a.len_arg);
+      if (a.type == ArgType::kSockaddr) r.max = 128;
+      return r;
+    default:
+      break;
+  }
+  uint64_t fixed = FixedArgSize(a.type);
+  if (a.len != LenKind::kArg || a.len_arg < 0) {
+    // kFixed, or an argument-sized type without its argument: the struct size.
+    if (a.len == LenKind::kArg) r.flags = 0;
+    if (fixed == 0 && r.flags == kRuleSkipZero) return Rule{};
+    r.src = kSrcFixed;
+    r.fixed = static_cast<uint32_t>(fixed);
+    return r;
+  }
+  r.flags = 0;
+  r.src = kSrcArg;
+  r.len_arg = static_cast<uint8_t>(a.len_arg);
+  switch (a.type) {
+    case ArgType::kPollfd:
+      r.max = 1u << 16;
+      r.mul = 8;
+      break;
+    case ArgType::kFdSet:
+      r.flags = kRuleU32 | kRuleFdSetBits;
+      break;
+    case ArgType::kSigset:
+      r.max = 128;
+      break;
+    case ArgType::kSockaddr:
+      r.flags = kRuleU32;
+      r.max = 128;
+      break;
+    case ArgType::kCloneArgs:
+    case ArgType::kOpenHow:
+      r.max = 4096;
+      break;
+    default:
+      break;
+  }
+  return r;
+}
+
+}  // namespace
+
+SyscallSpec BuildSyscallSpec(int nr) {
+  SyscallSpec s;
+  const SyscallSignature& sig = Signature(nr);
+  if (!sig.decoded) return s;
+  int n_enter = 0, n_exit = 0;
+  for (int i = 0; i < sig.nargs && i < 6; ++i) {
+    const ArgSpec& a = sig.args[i];
+    if (!IsMemory(a.type)) continue;
+    if (a.dir != ArgDir::kOut) {
+      Rule r = RuleFor(i, a, false);
+      if (r.kind != kRuleNone) s.enter[n_enter++] = r;
+    }
+    if (a.dir != ArgDir::kIn) {
+      Rule r = RuleFor(i, a, true);
+      if (r.kind != kRuleNone) s.exit[n_exit++] = r;
+    }
+  }
+  return s;
+}
+
+bool HasUncapturedMemory(int nr) {
+  if (nr == kNrFcntl) return true;
+  const SyscallSignature& sig = Signature(nr);
+  if (!sig.decoded) return false;
+  for (int i = 0; i < sig.nargs && i < 6; ++i)
+    if (Uncaptured(sig.args[i].type)) return true;
+  return false;
+}
+
+bool RuleLength(const Rule& r, const uint64_t args[6], int64_t ret, uint32_t argptr_value,
+                uint64_t* length) {
+  if (r.kind != kRuleBytes) return false;
+  uint64_t v = 0;
+  switch (r.src) {
+    case kSrcFixed:
+      v = r.fixed;
+      break;
+    case kSrcArg:
+      v = args[r.len_arg % 6];
+      break;
+    case kSrcRet:
+      v = static_cast<uint64_t>(ret);
+      break;
+    case kSrcArgPtr:
+      if (args[r.len_arg % 6] == 0) return false;
+      v = argptr_value;
+      break;
+    default:
+      return false;
+  }
+  if (r.flags & kRuleU32) v &= 0xffffffffu;
+  if (r.flags & kRuleFdSetBits) v = (std::min<uint64_t>(v, 1u << 20) + 63) / 64 * 8;
+  if (r.max && v > r.max) v = r.max;
+  v *= r.mul;
+  if (v == 0 && (r.flags & kRuleSkipZero)) return false;
+  *length = v;
+  return true;
+}
+
+}  // namespace fay::record::ebpf

@@ -1,0 +1,76 @@
+// The eBPF recorder's capture rules, as data the probes read from a map. They are derived from the
+// syscall table's argument specs by the same rules as schema/syscall_capture.cc (which the ptrace
+// recorder runs), so both backends copy the same bytes. The probes hold no per-syscall code: at
+// entry and at exit they walk the (at most six) rules of the call's map slot.
+//
+// Not expressed as rules in this version, so not captured by the eBPF backend: argv/envp arrays
+// (execve, execveat), iovec arrays (readv, writev, preadv, pwritev, ...), msghdr (sendmsg,
+// recvmsg, ...) and fcntl's struct flock. ExcludedFromIdentity() names the calls concerned.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace fay::record::ebpf {
+
+// Map layout: one SyscallSpec per syscall number, kMaxNr slots.
+inline constexpr int kMaxNr = 512;
+
+enum RuleKind : uint8_t {
+  kRuleNone = 0,
+  kRuleString = 1,  // NUL-terminated, up to 4096 bytes (PATH_MAX)
+  kRuleBytes = 2,   // a byte range whose length the rule computes
+};
+
+enum RuleSource : uint8_t {
+  kSrcFixed = 0,   // `fixed`
+  kSrcArg = 1,     // args[len_arg]
+  kSrcRet = 2,     // the return value
+  kSrcArgPtr = 3,  // the u32 that args[len_arg] points to
+};
+
+enum RuleFlags : uint8_t {
+  kRuleU32 = 1u << 0,        // the source is a 32-bit quantity: drop the high half
+  kRuleFdSetBits = 1u << 1,  // the source counts bits: min(n, 1 << 20), rounded up to 64-bit words
+  kRuleSkipZero = 1u << 2,   // a length of 0 captures nothing (no empty buffer)
+};
+
+// 16 bytes; the probes read it field by field at these offsets.
+struct Rule {
+  uint8_t kind = kRuleNone;  // +0
+  uint8_t arg = 0;           // +1: argument holding the address
+  uint8_t src = kSrcFixed;   // +2
+  uint8_t len_arg = 0;       // +3
+  uint8_t flags = 0;         // +4
+  uint8_t mul = 1;           // +5: bytes per element, applied last
+  uint16_t pad = 0;          // +6
+  uint32_t fixed = 0;        // +8
+  uint32_t max = 0;          // +12: 0 = no cap (applied before mul)
+};
+static_assert(sizeof(Rule) == 16);
+
+inline constexpr int kRulesPerPhase = 6;
+
+struct SyscallSpec {
+  uint32_t record = 0;  // +0: 1 = record this syscall
+  uint32_t pad = 0;
+  Rule enter[kRulesPerPhase];  // +8: buffers going into the kernel (BufferDir::kIn)
+  Rule exit[kRulesPerPhase];   // +104: buffers coming out, only when ret >= 0 (BufferDir::kOut)
+};
+static_assert(sizeof(SyscallSpec) == 200);
+inline constexpr int kSpecEnterOff = 8;
+inline constexpr int kSpecExitOff = 8 + 16 * kRulesPerPhase;
+
+// The rules of syscall nr (record left 0; the caller sets it from -e).
+SyscallSpec BuildSyscallSpec(int nr);
+
+// Whether syscall nr has a memory argument this backend does not capture yet (see above).
+bool HasUncapturedMemory(int nr);
+
+// Reference evaluation of one rule's length, exactly as the probe computes it (before the
+// --max-buffer cap). `argptr_value` stands for the u32 read at args[len_arg] for kSrcArgPtr.
+// Returns false when the rule captures nothing.
+bool RuleLength(const Rule& r, const uint64_t args[6], int64_t ret, uint32_t argptr_value,
+                uint64_t* length);
+
+}  // namespace fay::record::ebpf
