@@ -42,7 +42,7 @@ class Env:
         self.build_errors = {}
         self._data = None
         self._tmpfs = None
-        self.record_backends = ("ptrace",)  # `fay record` backends to measure (bench/run --record)
+        self.record_backends = ("ptrace", "ebpf")  # `fay record` backends to measure (bench/run --record)
 
     def data_dir(self):
         """A scratch directory for input files that outlive one run (W2's 1 GiB file), on the
