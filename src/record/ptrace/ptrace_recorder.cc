@@ -471,7 +471,10 @@ void PtraceRecorder::BeginDetach() {
 // is a large share of a ptrace round trip; so poll for a short while first, and sleep only when
 // the program is busy elsewhere.
 pid_t PtraceRecorder::WaitForStop(int* status) {
-  if (spin_budget_ > 0) {
+  // Polling only pays while the recorder has a CPU of its own: with as many threads as CPUs
+  // it would take time the program's threads need.
+  static const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  if (static_cast<long>(tasks_.size()) < cpus && spin_budget_ > 0) {
     for (int i = 0; i < spin_budget_; ++i) {
       pid_t tid = waitpid(-1, status, __WALL | WNOHANG);
       if (tid != 0) {
