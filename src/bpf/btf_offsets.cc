@@ -33,7 +33,9 @@ bool ReadCache(TaskOffsets* out) {
   std::string id;
   if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
   TaskOffsets o;
-  if (!(in >> o.comm >> o.pid >> o.tgid) || o.comm < 0 || o.pid < 0 || o.tgid < 0) return false;
+  if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code) || o.comm < 0 ||
+      o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
+    return false;
   *out = o;
   return true;
 }
@@ -44,7 +46,9 @@ void WriteCache(const TaskOffsets& o) {
   {
     std::ofstream f(tmp, std::ios::trunc);
     if (!f) return;
-    f << KernelIdentity() << "\n" << o.comm << " " << o.pid << " " << o.tgid << "\n";
+    f << KernelIdentity() << "\n"
+      << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
+      << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -65,11 +69,14 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
       if (std::strcmp(name, "comm") == 0) out.comm = off;
       if (std::strcmp(name, "pid") == 0) out.pid = off;
       if (std::strcmp(name, "tgid") == 0) out.tgid = off;
+      if (std::strcmp(name, "real_parent") == 0) out.real_parent = off;
+      if (std::strcmp(name, "exit_code") == 0) out.exit_code = off;
     }
   }
   btf__free(vmlinux);
-  if (out.comm < 0 || out.pid < 0 || out.tgid < 0)
-    return Error(Code::kNotFound, "task_struct.comm/pid/tgid not found in kernel BTF");
+  if (out.comm < 0 || out.pid < 0 || out.tgid < 0 || out.real_parent < 0 || out.exit_code < 0)
+    return Error(Code::kNotFound,
+                 "task_struct.comm/pid/tgid/real_parent/exit_code not found in kernel BTF");
   return out;
 }
 

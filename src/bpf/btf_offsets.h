@@ -8,7 +8,7 @@
 namespace fay::bpf {
 
 struct TaskOffsets {
-  int comm = -1, pid = -1, tgid = -1;
+  int comm = -1, pid = -1, tgid = -1, real_parent = -1, exit_code = -1;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

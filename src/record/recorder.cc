@@ -1,5 +1,7 @@
 #include "record/recorder.h"
 
+#include <limits.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -7,8 +9,37 @@
 
 #include "record/ebpf/ebpf_recorder.h"
 #include "record/ptrace/ptrace_recorder.h"
+#include "record/task_info.h"
+#include "schema/syscall_table.h"
+
+extern char** environ;
 
 namespace fay::record {
+
+RecordingInfo BaseRecordingInfo(const RecordOptions& options, const std::string& backend) {
+  RecordingInfo info;
+  utsname u{};
+  uname(&u);
+  info.host = u.nodename;
+  info.kernel = u.release;
+  info.arch = u.machine;
+  info.backend = backend;
+  info.syscall_table_version = kSyscallTableVersion;
+  info.max_buffer = options.max_buffer;
+  info.syscall_filter = options.syscall_filter;
+  if (options.pid) {
+    info.argv = ReadProcStrings(options.pid, "cmdline");
+    info.env = ReadProcStrings(options.pid, "environ");
+    info.cwd = ReadProcLink(options.pid, "cwd");
+    info.root_pid = options.pid;
+  } else {
+    info.argv = options.argv;
+    for (char** e = environ; e && *e; ++e) info.env.emplace_back(*e);
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) info.cwd = cwd;
+  }
+  return info;
+}
 
 std::string DefaultOutputName(const RecordOptions& options) {
   std::string cmd = "pid" + std::to_string(options.pid);

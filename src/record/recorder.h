@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "schema/syscall_event.h"
 
 namespace fay::record {
 
@@ -35,6 +36,11 @@ struct RecordResult {
   double seconds = 0;
   std::string error;  // non-empty: the trace stopped early because of this
 };
+
+// The header facts every backend records the same way: host, kernel, arch, table version, the
+// options, and the starting point (argv, environment, cwd of fay for a command; of the process
+// for -p). Clock anchors and the root pid are the backend's to fill.
+RecordingInfo BaseRecordingInfo(const RecordOptions& options, const std::string& backend);
 
 // fay-<command>-<YYYYmmdd-HHMMSS>.fay in the current directory.
 std::string DefaultOutputName(const RecordOptions& options);

@@ -1,5 +1,7 @@
 #include "record/ebpf/ebpf_recorder.h"
 
+#include "bpf/btf_offsets.h"
+
 #include <bpf/btf.h>
 #include <limits.h>
 #include <poll.h>
@@ -156,27 +158,15 @@ uint64_t Now(clockid_t clock) {
 }
 
 Status TaskOffsetsFromBtf(ProbeOptions* o) {
-  btf* vmlinux = btf__load_vmlinux_btf();
-  if (!vmlinux)
-    return Error(Code::kUnsupported, "the kernel exposes no BTF; the eBPF recorder needs it");
-  int id = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
-  if (id > 0) {
-    const btf_type* t = btf__type_by_id(vmlinux, id);
-    const btf_member* m = btf_members(t);
-    for (int i = 0; i < btf_vlen(t); ++i) {
-      const char* name = btf__name_by_offset(vmlinux, m[i].name_off);
-      int off = static_cast<int>(btf_member_bit_offset(t, i) / 8);
-      if (!std::strcmp(name, "comm")) o->task_comm = off;
-      if (!std::strcmp(name, "pid")) o->task_pid = off;
-      if (!std::strcmp(name, "tgid")) o->task_tgid = off;
-      if (!std::strcmp(name, "real_parent")) o->task_real_parent = off;
-      if (!std::strcmp(name, "exit_code")) o->task_exit_code = off;
-    }
-  }
-  btf__free(vmlinux);
-  if (o->task_comm < 0 || o->task_pid < 0 || o->task_tgid < 0 || o->task_real_parent < 0 ||
-      o->task_exit_code < 0)
-    return Error(Code::kUnsupported, "task_struct members not found in the kernel's BTF");
+  auto off = bpf::TaskStructOffsets();
+  if (!off.ok())
+    return Error(Code::kUnsupported,
+                 "the eBPF recorder needs the kernel's BTF: " + off.status().message());
+  o->task_comm = off->comm;
+  o->task_pid = off->pid;
+  o->task_tgid = off->tgid;
+  o->task_real_parent = off->real_parent;
+  o->task_exit_code = off->exit_code;
   return Status::Ok();
 }
 
@@ -306,20 +296,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return Error(Code::kUnsupported,
                  "fay record --backend ebpf -p is not available yet; use --backend ptrace");
   FAY_RETURN_IF_ERROR(Load());
-  RecordingInfo info;
-  utsname u{};
-  uname(&u);
-  info.host = u.nodename;
-  info.kernel = u.release;
-  info.arch = u.machine;
-  info.backend = "ebpf";
-  info.syscall_table_version = kSyscallTableVersion;
-  info.max_buffer = opt_.max_buffer;
-  info.syscall_filter = opt_.syscall_filter;
-  info.argv = opt_.argv;
-  for (char** e = environ; e && *e; ++e) info.env.emplace_back(*e);
-  char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof cwd)) info.cwd = cwd;
+  RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
   // Threads (writer, consumer) must not take SIGINT/SIGTERM.

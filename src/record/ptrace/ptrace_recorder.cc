@@ -525,27 +525,7 @@ void PtraceRecorder::Loop() {
 
 Expected<RecordResult> PtraceRecorder::Run() {
   FAY_RETURN_IF_ERROR(Prepare());
-  RecordingInfo info;
-  utsname u{};
-  uname(&u);
-  info.host = u.nodename;
-  info.kernel = u.release;
-  info.arch = u.machine;
-  info.backend = "ptrace";
-  info.syscall_table_version = kSyscallTableVersion;
-  info.max_buffer = opt_.max_buffer;
-  info.syscall_filter = opt_.syscall_filter;
-  if (opt_.pid) {
-    info.argv = ReadProcStrings(opt_.pid, "cmdline");
-    info.env = ReadProcStrings(opt_.pid, "environ");
-    info.cwd = ReadProcLink(opt_.pid, "cwd");
-    info.root_pid = opt_.pid;
-  } else {
-    info.argv = opt_.argv;
-    for (char** e = environ; e && *e; ++e) info.env.emplace_back(*e);
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd)) info.cwd = cwd;
-  }
+  RecordingInfo info = BaseRecordingInfo(opt_, "ptrace");
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
   // The writer thread must not take SIGINT/SIGTERM: block them while it is created (threads
