@@ -2,7 +2,7 @@
 // program (r0 = 0; exit) to one or more tracepoints, runs a command, and exits with
 // the command's status. Whatever a real tracer costs beyond this is the tracer's own work.
 //
-//   empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL]... [--] CMD [ARGS...]
+//   empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL | -r RAW_TRACEPOINT]... [--] CMD [ARGS...]
 //   (default tracepoint: syscalls:sys_enter_getppid)
 //
 // -u attaches the same empty program as a uprobe on a function's entry: the floor for function
@@ -136,30 +136,37 @@ static int attach(int prog_fd, const struct perf_event_attr* probe) {
 int main(int argc, char** argv) {
   const char* tps[MAX_TRACEPOINTS];
   const char* ups[MAX_TRACEPOINTS];
-  int ntp = 0, nup = 0, i = 1;
+  const char* raws[MAX_TRACEPOINTS];
+  int ntp = 0, nup = 0, nraw = 0, i = 1;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) {
       i++;
       break;
     }
     int up = strcmp(argv[i], "-u") == 0;
-    if (!up && strcmp(argv[i], "-t") != 0) break;
-    if (i + 1 >= argc || ntp + nup == MAX_TRACEPOINTS) {
-      fprintf(stderr, "empty_probe: -t needs CATEGORY:NAME, -u PATH:SYMBOL (at most %d)\n",
+    int raw = strcmp(argv[i], "-r") == 0;
+    if (!up && !raw && strcmp(argv[i], "-t") != 0) break;
+    if (i + 1 >= argc || ntp + nup + nraw == MAX_TRACEPOINTS) {
+      fprintf(stderr,
+              "empty_probe: -t needs CATEGORY:NAME, -u PATH:SYMBOL, -r RAW_TRACEPOINT (at most "
+              "%d)\n",
               MAX_TRACEPOINTS);
       return 2;
     }
     if (up)
       ups[nup++] = argv[++i];
+    else if (raw)
+      raws[nraw++] = argv[++i];
     else
       tps[ntp++] = argv[++i];
   }
   if (i >= argc) {
     fprintf(stderr,
-            "usage: empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL]... [--] CMD [ARGS...]\n");
+            "usage: empty_probe [-t CATEGORY:NAME | -u PATH:SYMBOL | -r RAW_TRACEPOINT]... [--] "
+            "CMD [ARGS...]\n");
     return 2;
   }
-  if (ntp + nup == 0) tps[ntp++] = "syscalls:sys_enter_getppid";
+  if (ntp + nup + nraw == 0) tps[ntp++] = "syscalls:sys_enter_getppid";
 
   const char* root = ntp ? tracefs_root() : "";
   if (!root) {
@@ -179,6 +186,21 @@ int main(int argc, char** argv) {
     long id = tracepoint_id(root, tps[t]);
     struct perf_event_attr attr = {.type = PERF_TYPE_TRACEPOINT, .config = (unsigned long long)id};
     if (id < 0 || attach(prog_fd, &attr) != 0) return 1;
+  }
+  // Raw tracepoints (-r sys_enter) run the program without building a trace record: the floor
+  // for a tracer that attaches there, as fay's syscall probes do.
+  if (nraw > 0) {
+    int raw_fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "empty_r", "GPL", insns, 2, NULL);
+    if (raw_fd < 0) {
+      fprintf(stderr, "empty_probe: bpf_prog_load (raw tracepoint): %s\n", strerror(-raw_fd));
+      return 1;
+    }
+    for (int r = 0; r < nraw; r++) {
+      if (bpf_raw_tracepoint_open(raws[r], raw_fd) < 0) {
+        fprintf(stderr, "empty_probe: raw tracepoint %s: %s\n", raws[r], strerror(errno));
+        return 1;
+      }
+    }
   }
   int uprobe_fd = -1;
   if (nup > 0) {

@@ -52,6 +52,10 @@ def workloads(env):
             Tool("untraced", "untraced", loop, exit_ok),
             Tool("empty eBPF program", "floor",
                  [empty, "-t", "syscalls:sys_enter_getppid", "--"] + loop, exit_ok, needs=[empty]),
+            # fay's syscall probes attach to the raw tracepoint: its floor, shown beside the
+            # issue's (which is the per-syscall tracepoint above).
+            Tool("empty raw tracepoint program", "floor",
+                 [empty, "-r", "sys_enter", "--"] + loop, exit_ok, needs=[empty]),
             fay_tool(env, "fay query", loop, "syscall:getppid | count() as n by comm",
                      "getppid_loop", n, n, "n"),
             fay_tool(env, "fay query syscall:*", loop, "syscall:* | count() by comm",
