@@ -91,8 +91,7 @@ bool ReadLayout(const std::string& path, Symbolizer::SymbolTable* t) {
   bool ok = false;
   GElf_Ehdr ehdr;
   size_t nphdr = 0;
-  if (elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &ehdr) &&
-      elf_getphdrnum(elf, &nphdr) == 0) {
+  if (elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &ehdr) && elf_getphdrnum(elf, &nphdr) == 0) {
     ok = true;
     t->is_exec = ehdr.e_type == ET_EXEC;
     for (size_t i = 0; i < nphdr; ++i) {
@@ -186,8 +185,8 @@ bool Symbolizer::RememberLocked(int32_t tgid) {
     char perms[8];
     unsigned dev_major, dev_minor;
     int path_at = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
-                    &offset, &dev_major, &dev_minor, &inode, &path_at) < 7)
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &offset,
+                    &dev_major, &dev_minor, &inode, &path_at) < 7)
       continue;
     if (path_at <= 0 || static_cast<size_t>(path_at) >= line.size() || line[path_at] != '/')
       continue;  // anonymous, [heap], [stack], [vdso]
@@ -213,24 +212,27 @@ const Symbolizer::SymbolTable* Symbolizer::TableLocked(const std::string& path, 
   if (it != tables_.end()) return it->second.get();
   Table t;
   // The file at PATH must still be the one mapped, or its symbols would name the wrong code.
-  if (InodeOf(path) == inode) t = LoadTable(path);
-  else t = std::make_unique<SymbolTable>();
+  if (InodeOf(path) == inode)
+    t = LoadTable(path);
+  else
+    t = std::make_unique<SymbolTable>();
   return tables_.emplace(key, std::move(t)).first->second.get();
 }
 
 std::string Symbolizer::LookupLocked(int32_t tgid, uint64_t addr, uint64_t lookup_addr) {
   auto pit = processes_.find(tgid);
   if (pit == processes_.end() && !gone_.count(tgid)) {
-    if (RememberLocked(tgid)) pit = processes_.find(tgid);
-    else gone_.insert(tgid);
+    if (RememberLocked(tgid))
+      pit = processes_.find(tgid);
+    else
+      gone_.insert(tgid);
   }
   if (pit == processes_.end()) {
     // Never seen running: a non-PIE executable's addresses still name themselves.
     if (fallback_.empty()) return "";
     const SymbolTable* t = TableLocked(fallback_, InodeOf(fallback_));
     uint64_t off = 0, addr_off = 0;
-    if (!t->is_exec || !t->OffsetOf(lookup_addr, &off) || !t->OffsetOf(addr, &addr_off))
-      return "";
+    if (!t->is_exec || !t->OffsetOf(lookup_addr, &off) || !t->OffsetOf(addr, &addr_off)) return "";
     const SymbolTable::Func* f = t->Find(off);
     if (!f) return "";
     return fmt::format("{}+0x{:x}", f->name, addr_off - f->file_offset);

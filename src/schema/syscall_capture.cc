@@ -277,21 +277,14 @@ uint64_t FixedArgSize(ArgType type) {
 
 // fcntl's third argument is a struct flock only for the lock commands, which no per-argument spec
 // can say; this is the one rule that looks at another argument's value.
-constexpr int kNrFcntl = 72;
 constexpr uint64_t kFlockSize = 32;
-bool FcntlTakesFlock(uint64_t cmd) {
-  return cmd == 5 || cmd == 6 || cmd == 7 || cmd == 36 || cmd == 37 || cmd == 38;
-}
-bool FcntlReturnsFlock(uint64_t cmd) {
-  return cmd == 5 || cmd == 36;  // F_GETLK, F_OFD_GETLK
-}
 
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
                     uint64_t max_buffer, std::vector<CapturedBuffer>* out) {
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return;
   Capturer c{mem, max_buffer, out};
-  if (nr == kNrFcntl && FcntlTakesFlock(args[1]) && args[2] != 0)
+  if (nr == sysno::fcntl && FcntlTakesFlock(args[1]) && args[2] != 0)
     c.Bytes(2, 0, BufferDir::kIn, args[2], kFlockSize);
   for (int i = 0; i < sig.nargs; ++i) {
     const ArgSpec& a = sig.args[i];
@@ -306,13 +299,20 @@ void CaptureAtExit(int nr, const std::array<uint64_t, 6>& args, int64_t ret, Tra
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return;
   Capturer c{mem, max_buffer, out};
-  if (nr == kNrFcntl && FcntlReturnsFlock(args[1]) && args[2] != 0)
+  if (nr == sysno::fcntl && FcntlReturnsFlock(args[1]) && args[2] != 0)
     c.Bytes(2, 0, BufferDir::kOut, args[2], kFlockSize);
   for (int i = 0; i < sig.nargs; ++i) {
     const ArgSpec& a = sig.args[i];
     if (!IsMemory(a.type) || a.dir == ArgDir::kIn) continue;
     CaptureArg(c, i, a, args, BufferDir::kOut, ret);
   }
+}
+
+bool FcntlTakesFlock(uint64_t cmd) {
+  return cmd == 5 || cmd == 6 || cmd == 7 || cmd == 36 || cmd == 37 || cmd == 38;
+}
+bool FcntlReturnsFlock(uint64_t cmd) {
+  return cmd == 5 || cmd == 36;  // F_GETLK, F_OFD_GETLK
 }
 
 }  // namespace fay

@@ -38,6 +38,11 @@ inline constexpr uint64_t kMaxCapturedIovecs = 1024;
 // failing call cannot exhaust the recorder's memory.
 inline constexpr uint64_t kHardBufferCap = 1ull << 30;
 
+// fcntl's third argument is a struct flock only for the lock commands (F_GETLK, F_SETLK(W) and
+// their OFD forms), which no per-argument spec can say; the getters also write it back.
+bool FcntlTakesFlock(uint64_t cmd);
+bool FcntlReturnsFlock(uint64_t cmd);
+
 // Size in bytes of the fixed-size user struct an ArgType names on x86-64; 0 for variable ones.
 uint64_t FixedArgSize(ArgType type);
 

@@ -1,5 +1,7 @@
 #include "schema/syscall_format.h"
 
+#include "schema/syscall_capture.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -149,9 +151,9 @@ std::string FormatFlock(const CapturedBuffer& b, bool with_pid) {
 
 // fcntl's third argument means something different per command, and some commands take none.
 std::optional<std::string> FcntlArg(const decode::ArgContext& ctx, uint32_t cmd, uint64_t arg) {
-  if (cmd == 5 || cmd == 6 || cmd == 7 || cmd == 36 || cmd == 37 || cmd == 38) {
+  if (FcntlTakesFlock(cmd)) {
     if (arg == 0) return std::string("NULL");
-    bool get = cmd == 5 || cmd == 36;
+    bool get = FcntlReturnsFlock(cmd);
     const CapturedBuffer* b = get ? ctx.Latest(2, 0) : ctx.Find(2, 0, BufferDir::kIn);
     if (b) return FormatFlock(*b, get && b->dir == BufferDir::kOut);
     return fmt::format("{:#x}", arg);

@@ -15,6 +15,16 @@ namespace fay {
 // event decodes. Stored in every trace header.
 inline constexpr uint32_t kSyscallTableVersion = 1;
 
+// Syscall numbers by name, from the same .def rows (`sysno::execve`), for the few places that
+// must single out a call; a number never appears in code on its own.
+namespace sysno {
+enum : int {
+#define FAY_SYSCALL(nr, name, event, classes) name = nr,
+#include "schema/syscalls_x86_64.def"
+#undef FAY_SYSCALL
+};
+}  // namespace sysno
+
 // strace's trace classes (`man strace`, -e trace=%CLASS). A call may be in several.
 enum SyscallClass : uint32_t {
   kClassFile = 1u << 0,         // %file: takes a file name

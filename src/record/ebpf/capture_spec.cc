@@ -8,8 +8,6 @@
 namespace fay::record::ebpf {
 namespace {
 
-constexpr int kNrFcntl = 72;
-
 bool IsMemory(ArgType t) {
   return t >= ArgType::kPath && t < ArgType::kCount_;
 }
@@ -107,7 +105,7 @@ SyscallSpec BuildSyscallSpec(int nr) {
 }
 
 bool HasUncapturedMemory(int nr) {
-  if (nr == kNrFcntl) return true;
+  if (nr == sysno::fcntl) return true;
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return false;
   for (int i = 0; i < sig.nargs && i < 6; ++i)

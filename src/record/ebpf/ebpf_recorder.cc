@@ -26,6 +26,7 @@
 #include "common/child_process.h"
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
+#include "record/stop_signals.h"
 #include "record/task_info.h"
 #include "schema/syscall_set.h"
 #include "schema/syscall_table.h"
@@ -299,44 +300,34 @@ Expected<RecordResult> EbpfRecorder::Run() {
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
-  // Threads (writer, consumer) must not take SIGINT/SIGTERM.
-  sigset_t stop_sigs, old;
-  sigemptyset(&stop_sigs);
-  sigaddset(&stop_sigs, SIGINT);
-  sigaddset(&stop_sigs, SIGTERM);
-  sigaddset(&stop_sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
+  // Threads (writer, consumer) must not take the stop signals: blocked while they are created.
+  StopSignals signals;
   auto child = HeldChild::Spawn(opt_.argv);
   if (!child.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return child.status();
   }
   info.root_pid = child->pid();
   uint32_t key = static_cast<uint32_t>(child->pid());
   uint8_t pending = kPendingExec;
   if (Status st = maps_[kMapTraced]->Update(&key, &pending); !st.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return st;
   }
   info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
   auto writer = trace::Writer::Create(result_.path, info);
   if (!writer.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return writer.status();  // the held child is killed and reaped by its destructor
   }
   writer_ = std::move(writer).value();
   auto ring = bpf::RingBufferReader::Create(
       maps_[kMapRing]->fd(), [this](const void* d, size_t n) { return OnRecord(d, n); });
   if (!ring.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     writer_->Close();
     unlink(result_.path.c_str());
     return ring.status();
   }
   ring_ = std::move(ring).value();
   if (Status st = Attach(); !st.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     links_.clear();
     writer_->Close();
     unlink(result_.path.c_str());
@@ -344,14 +335,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   }
   std::thread consumer([this] { Consume(); });
 
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int, old_term, old_hup;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  signals.Handle(OnStopSignal);
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);
   Status released = child->Release();
@@ -403,9 +387,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   result_.bytes_captured = st.bytes_captured;
   result_.file_bytes = st.file_bytes;
   result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
+  signals.Restore();
   if (!released.ok()) {
     unlink(result_.path.c_str());
     return released;

@@ -31,7 +31,6 @@ constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
 static_assert(kScrFrag + 288 <= kScratchSize);
 constexpr int kEntrySize = 64;
-constexpr int kNrExecve = 59, kNrExecveat = 322;
 
 struct Gen {
   Emitter e;
@@ -356,8 +355,8 @@ void GenSysEnter(Gen& g) {
   e.JmpIfImm(BPF_JEQ, R1, kActive, ok);
   e.Comment("held before exec: only the exec itself counts");
   e.JmpIfImm(BPF_JNE, R1, kPendingExec, g.exit_label);
-  e.JmpIfImm(BPF_JEQ, R2, kNrExecve, ok);
-  e.JmpIfImm(BPF_JNE, R2, kNrExecveat, g.exit_label);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execve, ok);
+  e.JmpIfImm(BPF_JNE, R2, sysno::execveat, g.exit_label);
   e.Bind(ok);
   g.Lookup(kMapSpec, kFpNr);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
@@ -566,30 +565,23 @@ Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
     return Error(Code::kUnsupported, "the eBPF recorder needs task_struct offsets from BTF");
   ProbeSet set;
   Status st;
-  {
+  struct Role {
+    void (*gen)(Gen&);
+    ProgramSpec* out;
+    bpf_prog_type type;
+    const char* name;
+  };
+  const Role roles[] = {
+      {GenSysEnter, &set.sys_enter, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_enter"},
+      {GenSysExit, &set.sys_exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exit"},
+      {GenFork, &set.fork, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_fork"},
+      {GenExec, &set.exec, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_exec"},
+      {GenExit, &set.exit, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_pexit"},
+  };
+  for (const Role& r : roles) {
     Gen g(o);
-    GenSysEnter(g);
-    g.Finish(&set.sys_enter, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_enter", &st);
-  }
-  {
-    Gen g(o);
-    GenSysExit(g);
-    g.Finish(&set.sys_exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exit", &st);
-  }
-  {
-    Gen g(o);
-    GenFork(g);
-    g.Finish(&set.fork, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_fork", &st);
-  }
-  {
-    Gen g(o);
-    GenExec(g);
-    g.Finish(&set.exec, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_exec", &st);
-  }
-  {
-    Gen g(o);
-    GenExit(g);
-    g.Finish(&set.exit, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_pexit", &st);
+    r.gen(g);
+    g.Finish(r.out, r.type, r.name, &st);
   }
   if (!st.ok()) return st;
   return set;

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "record/ptrace/seccomp_filter.h"
+#include "record/stop_signals.h"
 #include "record/task_info.h"
 #include "record/tracee_memory.h"
 #include "schema/syscall_capture.h"
@@ -34,7 +35,6 @@ extern char** environ;
 namespace fay::record {
 namespace {
 
-constexpr int kNrExecve = 59, kNrExecveat = 322, kNrPrctl = 157;
 // TRACESECCOMP: without it the kernel fails every SECCOMP_RET_TRACE call with ENOSYS.
 constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
                               PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL |
@@ -150,8 +150,8 @@ Status PtraceRecorder::Fork() {
   std::vector<sock_filter> filter;
   if (filtered_) {
     SyscallSet stops = filter_;
-    stops.Add(kNrExecve);
-    stops.Add(kNrExecveat);
+    stops.Add(sysno::execve);
+    stops.Add(sysno::execveat);
     filter = BuildSeccompFilter(stops);
     seccomp_ = true;
   }
@@ -292,7 +292,8 @@ void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
         static_cast<int>(info.op == PTRACE_SYSCALL_INFO_ENTRY ? info.entry.nr : info.seccomp.nr);
     const uint64_t* args =
         info.op == PTRACE_SYSCALL_INFO_ENTRY ? info.entry.args : info.seccomp.args;
-    if (!started_ && tid == root_ && (nr == kNrExecve || nr == kNrExecveat)) started_ = true;
+    if (!started_ && tid == root_ && (nr == sysno::execve || nr == sysno::execveat))
+      started_ = true;
     t.in_syscall = true;
     t.record = started_ && filter_.Contains(nr);
     if (t.record) {
@@ -321,10 +322,9 @@ void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
       int nr = ev.nr;
       int64_t ret = ev.ret;
       // Calls that change what later events carry (read while the thread is still stopped).
-      if (ret >= 0 && (nr == kNrPrctl || nr == kNrExecve || nr == kNrExecveat))
+      if (ret >= 0 && (nr == sysno::prctl || nr == sysno::execve || nr == sysno::execveat))
         ReadTaskComm(tid, &t.info.comm);
-      if (ret >= 0 && (nr == 105 || nr == 113 || nr == 117 || nr == 122))  // set*uid
-        t.info_read = false;
+      if (ret >= 0 && (Signature(nr).classes & kClassCreds)) t.info_read = false;
       t.record = false;
       // Everything the stop was needed for is copied: let the program run while the event is
       // queued, so the two overlap on separate CPUs.
@@ -528,17 +528,10 @@ Expected<RecordResult> PtraceRecorder::Run() {
   RecordingInfo info = BaseRecordingInfo(opt_, "ptrace");
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
-  // The writer thread must not take SIGINT/SIGTERM: block them while it is created (threads
-  // inherit the mask), then take them on this thread only.
-  sigset_t stop_sigs, old;
-  sigemptyset(&stop_sigs);
-  sigaddset(&stop_sigs, SIGINT);
-  sigaddset(&stop_sigs, SIGTERM);
-  sigaddset(&stop_sigs, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_sigs, &old);
-  child_sigmask_ = old;
+  // The writer thread must not take the stop signals: blocked while it is created.
+  StopSignals signals;
+  child_sigmask_ = signals.previous_mask();
   if (opt_.pid && kill(opt_.pid, 0) != 0) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return Error(Code::kNotFound, errno == ESRCH
                                       ? fmt::format("no process with pid {}", opt_.pid)
                                       : fmt::format("pid {}: {}", opt_.pid, std::strerror(errno)));
@@ -546,7 +539,6 @@ Expected<RecordResult> PtraceRecorder::Run() {
   if (!opt_.pid) {
     Status forked = Fork();
     if (!forked.ok()) {
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
       return forked;
     }
     info.root_pid = root_;
@@ -555,7 +547,6 @@ Expected<RecordResult> PtraceRecorder::Run() {
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
   auto writer = trace::Writer::Create(result_.path, info);
   if (!writer.ok()) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (spawned_) {
       // Closing the pipe makes the child exit without ever running the command.
       close(go_fd_);
@@ -567,14 +558,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   }
   writer_ = std::move(writer).value();
 
-  struct sigaction sa {};
-  sa.sa_handler = OnStopSignal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int, old_term, old_hup;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  signals.Handle(OnStopSignal);
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);
   Status started = opt_.pid ? AttachAll(opt_.pid) : Go();
@@ -595,9 +579,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   result_.file_bytes = st.file_bytes;
   result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;
 
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
+  signals.Restore();
   g_root = 0;
 
   if (spawned_ && !root_exited_) {

@@ -188,12 +188,14 @@ TEST_F(OutputTest, StackKeyBlocksWithScalarKeysInRowOrder) {
   b.Agg(AggFunc::kCount, nullptr, "count");
   ResultSet rs;
   rs.rows.push_back(MakeRow(
-      b.plan, {std::string("python3"), Stack{{0x7f00000010a0, 0x55000000beef}, {"", "main+0x3f"}, 7}},
+      b.plan,
+      {std::string("python3"), Stack{{0x7f00000010a0, 0x55000000beef}, {"", "main+0x3f"}, 7}},
       {{0, 0}}));
   rs.rows.push_back(MakeRow(
       b.plan,
-      {std::string("func_calls"),
-       Stack{{0x401136, 0x4011f0, 0x401a00}, {"fay_target+0x6", "main+0x40", "__libc_start_main+0x1f0"}, 9}},
+      {std::string("func_calls"), Stack{{0x401136, 0x4011f0, 0x401a00},
+                                        {"fay_target+0x6", "main+0x40", "__libc_start_main+0x1f0"},
+                                        9}},
       {{0, 0, 0, 0, 0}}));
   Capture out;
   MakeTextSink(out.file())->Window(b.plan, rs);
@@ -289,7 +291,8 @@ TEST_F(OutputTest, JsonSelectAndStacks) {
   auto sink = MakeJsonSink(out.file());
   sink->SelectRow(b.plan, {int64_t{5}, int64_t{-1}, Stack{{0x10}, {}, 3}}, 5);
   sink->SelectRow(b.plan,
-                  {int64_t{6}, int64_t{2}, Stack{{0x401136, 0x10, 0x4011f0}, {"fay_target+0x6", "", "main+0x40"}, 3}},
+                  {int64_t{6}, int64_t{2},
+                   Stack{{0x401136, 0x10, 0x4011f0}, {"fay_target+0x6", "", "main+0x40"}, 3}},
                   6);
   sink->SelectRow(b.plan, {int64_t{7}, int64_t{2}, Stack{}}, 7);
   EXPECT_EQ(out.Text(),

@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "common/strings.h"
-#include "query/parser.h"
 #include "fake_catalog.h"
+#include "query/parser.h"
 
 namespace fay {
 namespace {
-
 
 struct Analyzed {
   std::shared_ptr<Query> query;
