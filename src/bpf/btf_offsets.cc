@@ -33,8 +33,9 @@ bool ReadCache(TaskOffsets* out) {
   std::string id;
   if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
   TaskOffsets o;
-  if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code) || o.comm < 0 ||
-      o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
+  if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
+        o.exit_has_group_dead >> o.cred >> o.cred_uid) ||
+      o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
   return true;
@@ -48,7 +49,8 @@ void WriteCache(const TaskOffsets& o) {
     if (!f) return;
     f << KernelIdentity() << "\n"
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
-      << "\n";
+      << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
+      << o.cred_uid << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -71,7 +73,31 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
       if (std::strcmp(name, "tgid") == 0) out.tgid = off;
       if (std::strcmp(name, "real_parent") == 0) out.real_parent = off;
       if (std::strcmp(name, "exit_code") == 0) out.exit_code = off;
+      if (std::strcmp(name, "cred") == 0) out.cred = off;
     }
+  }
+  id = btf__find_by_name_kind(vmlinux, "cred", BTF_KIND_STRUCT);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    const btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t); ++i)
+      if (std::strcmp(btf__name_by_offset(vmlinux, m[i].name_off), "uid") == 0)
+        out.cred_uid = static_cast<int>(btf_member_bit_offset(t, i) / 8);
+  }
+  id = btf__find_by_name_kind(vmlinux, "linux_binprm", BTF_KIND_STRUCT);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    const btf_member* m = btf_members(t);
+    for (int i = 0; i < btf_vlen(t); ++i)
+      if (std::strcmp(btf__name_by_offset(vmlinux, m[i].name_off), "filename") == 0)
+        out.binprm_filename = static_cast<int>(btf_member_bit_offset(t, i) / 8);
+  }
+  // typedef void (*btf_trace_sched_process_exit)(void *, struct task_struct *[, bool]);
+  id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_process_exit", BTF_KIND_TYPEDEF);
+  if (id > 0) {
+    const btf_type* t = btf__type_by_id(vmlinux, id);
+    while (t && (btf_is_typedef(t) || btf_is_ptr(t))) t = btf__type_by_id(vmlinux, t->type);
+    if (t && btf_is_func_proto(t)) out.exit_has_group_dead = btf_vlen(t) >= 3 ? 1 : 0;
   }
   btf__free(vmlinux);
   if (out.comm < 0 || out.pid < 0 || out.tgid < 0 || out.real_parent < 0 || out.exit_code < 0)

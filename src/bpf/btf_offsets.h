@@ -9,6 +9,12 @@ namespace fay::bpf {
 
 struct TaskOffsets {
   int comm = -1, pid = -1, tgid = -1, real_parent = -1, exit_code = -1;
+  // linux_binprm.filename (the exec tracepoint's argument); -1 when unknown.
+  int binprm_filename = -1;
+  // task_struct.cred and cred.uid: the uid without a helper call.
+  int cred = -1, cred_uid = -1;
+  // Whether the raw tracepoint sched_process_exit passes group_dead after the task (6.16+).
+  int exit_has_group_dead = 0;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

@@ -14,6 +14,11 @@ Expected<std::vector<bpf_insn>> Emitter::Finish() const {
       return Error(Code::kInternal, "codegen: jump out of range; the query is too large");
     out[at].off = static_cast<int16_t>(delta);
   }
+  for (auto [at, label] : imm_fixups_) {
+    int target = label_pos_[label];
+    if (target < 0) return Error(Code::kInternal, fmt::format("codegen: unbound label {}", label));
+    out[at].imm = target - static_cast<int>(at) - 1;
+  }
   return out;
 }
 

@@ -60,7 +60,24 @@ class Emitter {
   void AtomicAdd64(Reg base, int16_t off, Reg src) {
     Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, BPF_ADD);
   }
+  // *(u64 *)(base + off) op= src, atomically; op is BPF_ADD, BPF_AND, BPF_OR or BPF_XOR.
+  void Atomic64(uint8_t op, Reg base, int16_t off, Reg src) {
+    Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, op);
+  }
   void Call(int32_t helper) { Raw(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
+  // dst = address of the function starting at `fn` (a callback for bpf_loop and the like).
+  void LdFunc(Reg dst, Label fn) {
+    imm_fixups_.push_back({insns_.size(), fn.id});
+    Raw(BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_FUNC, 0, 0);
+    Raw(0, 0, 0, 0, 0);
+  }
+  // Starts a subprogram at the current instruction and binds `fn` there. Everything emitted
+  // before the first call belongs to the main program; each subprogram ends where the next
+  // starts. The loader describes each start to the kernel (BTF func_info).
+  void BeginFunc(Label fn) {
+    Bind(fn);
+    func_starts_.push_back(insns_.size());
+  }
   void Exit() { Raw(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
 
   Label NewLabel() {
@@ -85,6 +102,7 @@ class Emitter {
   Expected<std::vector<bpf_insn>> Finish() const;
 
   const std::vector<MapReloc>& relocs() const { return relocs_; }
+  const std::vector<size_t>& func_starts() const { return func_starts_; }
   const std::vector<std::pair<size_t, std::string>>& comments() const { return comments_; }
 
  private:
@@ -117,6 +135,8 @@ class Emitter {
   std::vector<bpf_insn> insns_;
   std::vector<int> label_pos_;
   std::vector<std::pair<size_t, int>> fixups_;
+  std::vector<std::pair<size_t, int>> imm_fixups_;  // LdFunc: offset in imm, not off
+  std::vector<size_t> func_starts_;
   std::vector<MapReloc> relocs_;
   std::vector<std::pair<size_t, std::string>> comments_;
 };

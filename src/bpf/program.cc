@@ -1,6 +1,7 @@
 #include "bpf/program.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
@@ -47,6 +48,42 @@ std::string LogTail(const std::string& log, int n) {
   return out;
 }
 
+// A program with subprograms (bpf_loop callbacks) must describe each function to the kernel
+// in BTF. fay's own code needs no more than that: main is `int f(void *ctx)`, and each
+// callback `static int f(u64 index, void *ctx)`.
+struct FuncBtf {
+  std::unique_ptr<btf, void (*)(btf*)> handle{nullptr, btf__free};
+  std::vector<bpf_func_info> info;
+};
+
+Expected<FuncBtf> BuildFuncBtf(const ProgramSpec& spec) {
+  FuncBtf out;
+  out.handle.reset(btf__new_empty());
+  btf* b = out.handle.get();
+  if (!b) return Error(Code::kInternal, "cannot allocate BTF for a probe program");
+  int i32 = btf__add_int(b, "int", 4, BTF_INT_SIGNED);
+  int u64 = btf__add_int(b, "unsigned long long", 8, 0);
+  int ptr = btf__add_ptr(b, 0);
+  int main_proto = btf__add_func_proto(b, i32);
+  btf__add_func_param(b, "ctx", ptr);
+  int cb_proto = btf__add_func_proto(b, i32);
+  btf__add_func_param(b, "index", u64);
+  btf__add_func_param(b, "ctx", ptr);
+  int main_fn = btf__add_func(b, "main", BTF_FUNC_GLOBAL, main_proto);
+  if (i32 < 0 || u64 < 0 || ptr < 0 || main_fn < 0)
+    return Error(Code::kInternal, "cannot build BTF for a probe program");
+  out.info.push_back({0, static_cast<uint32_t>(main_fn)});
+  for (size_t i = 0; i < spec.func_starts.size(); ++i) {
+    std::string name = fmt::format("cb{}", i);
+    int fn = btf__add_func(b, name.c_str(), BTF_FUNC_STATIC, cb_proto);
+    if (fn < 0) return Error(Code::kInternal, "cannot build BTF for a probe program");
+    out.info.push_back({static_cast<uint32_t>(spec.func_starts[i]), static_cast<uint32_t>(fn)});
+  }
+  if (btf__load_into_kernel(b) != 0)
+    return BpfError("cannot load the BTF that describes probe program " + spec.name, errno);
+  return out;
+}
+
 }  // namespace
 
 Expected<Program> Program::Load(const ProgramSpec& spec, const std::vector<int>& map_fds) {
@@ -70,6 +107,14 @@ Expected<Program> Program::Load(const ProgramSpec& spec, const std::vector<int>&
   // Loading without a log is markedly faster for large programs; the log is only worth its
   // cost when there is a rejection to explain.
   LIBBPF_OPTS(bpf_prog_load_opts, fast);
+  FuncBtf funcs;
+  if (!spec.func_starts.empty()) {
+    FAY_ASSIGN_OR_RETURN(funcs, BuildFuncBtf(spec));
+    fast.prog_btf_fd = btf__fd(funcs.handle.get());
+    fast.func_info = funcs.info.data();
+    fast.func_info_cnt = static_cast<uint32_t>(funcs.info.size());
+    fast.func_info_rec_size = sizeof(bpf_func_info);
+  }
   int fd = bpf_prog_load(spec.type, kname.c_str(), "GPL", insns.data(), insns.size(), &fast);
   if (fd >= 0) {
     Program p;
@@ -83,6 +128,10 @@ Expected<Program> Program::Load(const ProgramSpec& spec, const std::vector<int>&
   std::string log(kLogSize, '\0');
   LIBBPF_OPTS(bpf_prog_load_opts, verbose, .log_level = 1, .log_size = kLogSize,
               .log_buf = log.data());
+  verbose.prog_btf_fd = fast.prog_btf_fd;
+  verbose.func_info = fast.func_info;
+  verbose.func_info_cnt = fast.func_info_cnt;
+  verbose.func_info_rec_size = fast.func_info_rec_size;
   fd = bpf_prog_load(spec.type, kname.c_str(), "GPL", insns.data(), insns.size(), &verbose);
   if (fd >= 0) {
     // A transient failure (e.g. EAGAIN past libbpf's retries); the second attempt took.

@@ -17,6 +17,8 @@ struct ProgramSpec {
   std::string name;
   std::vector<bpf_insn> insns;
   std::vector<MapReloc> relocs;
+  // Instruction indexes where subprograms (callbacks) start, after the main program at 0.
+  std::vector<size_t> func_starts;
 };
 
 class Program {

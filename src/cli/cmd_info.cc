@@ -133,7 +133,10 @@ void Print(const trace::Reader& r, const Summary& s) {
       fmt::format("{} ({} raw / {} stored in {} chunks)", Ratio(st.bytes_raw, st.bytes_stored),
                   st.bytes_raw, st.bytes_stored, st.chunks));
   row("file size", Bytes(st.file_bytes));
-  row("lost events", fmt::format("{}", st.lost_events));
+  std::string per_cpu;
+  for (const auto& [cpu, n] : st.lost_by_cpu)
+    if (cpu >= 0) per_cpu += fmt::format("{}cpu{}: {}", per_cpu.empty() ? " (" : ", ", cpu, n);
+  row("lost events", fmt::format("{}{}", st.lost_events, per_cpu.empty() ? "" : per_cpu + ")"));
   row("truncated", r.truncated() ? fmt::format("yes (last whole chunk at offset {}: {})",
                                                r.last_chunk_offset(), r.TruncationMessage())
                                  : "no");

@@ -22,6 +22,11 @@ struct RecordOptions {
   pid_t pid = 0;                  // -p: attach to this process and its threads
   std::vector<std::string> argv;  // or run this command
   bool quiet = false;             // no summary on stderr
+  // eBPF backend: the ring buffer's size in bytes (0: the default), and what to do when it
+  // fills: "block" throttles the program, "drop" counts the lost events (empty: the default,
+  // block for a command, drop for -p).
+  uint64_t ring_size = 0;
+  std::string loss;
 };
 
 struct RecordResult {
@@ -33,6 +38,7 @@ struct RecordResult {
   uint64_t threads = 0;
   uint64_t bytes_captured = 0;
   uint64_t file_bytes = 0;
+  uint64_t lost_events = 0;  // eBPF backend with --loss=drop: events the ring had no room for
   double seconds = 0;
   std::string error;  // non-empty: the trace stopped early because of this
 };

@@ -121,6 +121,7 @@ void EventEncoder::Loss(const LossRecord& loss, Bytes* out) {
   PutZigzag(b, static_cast<int64_t>(loss.time_ns - state_.prev_time));
   state_.prev_time = loss.time_ns;
   PutVarint(b, loss.count);
+  PutZigzag(b, loss.cpu);
   PutRecord(*out, RecordKind::kLoss, b);
 }
 
@@ -273,6 +274,9 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
         if (!br.Zigzag(&dt) || !br.Varint(&loss.count)) return bad("malformed loss record");
         loss.time_ns = st.prev_time + static_cast<uint64_t>(dt);
         st.prev_time = loss.time_ns;
+        // Added in minor 1: absent in older files.
+        if (int64_t cpu; br.remaining() > 0 && br.Zigzag(&cpu))
+          loss.cpu = static_cast<int32_t>(cpu);
         if (sinks.loss) sinks.loss(loss);
         break;
       }

@@ -19,6 +19,7 @@ namespace fay::trace {
 struct LossRecord {
   uint64_t time_ns = 0;
   uint64_t count = 0;
+  int32_t cpu = -1;  // where the events were lost; -1: not known (or not per CPU)
 };
 
 // The delta state shared by encoder and decoder; both reset it at the start of each chunk.

@@ -354,8 +354,10 @@ Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
     if (on_process) on_process(ev);
   };
   sinks.loss = [&](const LossRecord& loss) {
-    if (loss.time_ns >= filter.from_ns && loss.time_ns <= filter.to_ns)
+    if (loss.time_ns >= filter.from_ns && loss.time_ns <= filter.to_ns) {
       stats_.lost_events += loss.count;
+      stats_.lost_by_cpu[loss.cpu] += loss.count;
+    }
   };
   sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
     return ResolveBlob(h, size, out);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -62,9 +63,10 @@ struct ReaderStats {
   uint64_t syscall_events = 0;
   uint64_t process_events = 0;
   uint64_t lost_events = 0;
-  uint64_t bytes_captured = 0;         // sum of the delivered buffers' byte counts
-  uint64_t blob_bytes_referenced = 0;  // the part of bytes_captured stored as blob references
-  uint64_t chunks_skipped = 0;         // events chunks the index ruled out
+  std::map<int32_t, uint64_t> lost_by_cpu;  // -1: loss records that name no CPU
+  uint64_t bytes_captured = 0;              // sum of the delivered buffers' byte counts
+  uint64_t blob_bytes_referenced = 0;       // the part of bytes_captured stored as blob references
+  uint64_t chunks_skipped = 0;              // events chunks the index ruled out
 };
 
 class Reader {

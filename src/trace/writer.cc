@@ -92,8 +92,8 @@ bool Writer::Append(ProcessEvent ev) {
   return Push(std::move(ev), bytes);
 }
 
-bool Writer::AppendLoss(uint64_t time_ns, uint64_t count) {
-  return Push(LossRecord{time_ns, count}, sizeof(LossRecord));
+bool Writer::AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu) {
+  return Push(LossRecord{time_ns, count, cpu}, sizeof(LossRecord));
 }
 
 void Writer::Run() {

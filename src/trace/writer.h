@@ -70,7 +70,7 @@ class Writer {
   bool Append(SyscallEvent ev);
   bool Append(ProcessEvent ev);
   // Records that `count` events were lost at the source around time_ns.
-  bool AppendLoss(uint64_t time_ns, uint64_t count);
+  bool AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu = -1);
 
   // Drains the queue, writes the last chunks, the footer and the trailer. The first write error
   // (e.g. ENOSPC) is returned here; the file is then readable up to its last whole chunk.

@@ -101,6 +101,7 @@ SyscallSpec BuildSyscallSpec(int nr) {
       if (r.kind != kRuleNone) s.exit[n_exit++] = r;
     }
   }
+  s.exit_rules = static_cast<uint32_t>(n_exit);
   return s;
 }
 

@@ -22,10 +22,11 @@
 #include "bpf/attach.h"
 #include "bpf/map.h"
 #include "bpf/program.h"
-#include "bpf/ringbuf.h"
+#include "bpf/ring_consumer.h"
 #include "common/child_process.h"
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
+#include "record/ebpf/throttle.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
 #include "schema/syscall_set.h"
@@ -37,50 +38,70 @@ extern char** environ;
 namespace fay::record {
 namespace ebpf {
 
+namespace {
+
+bool IsCloneFamily(int64_t nr) {
+  return nr == sysno::clone || nr == sysno::clone3 || nr == sysno::fork || nr == sysno::vfork;
+}
+
+bool IsExec(int64_t nr) {
+  return nr == sysno::execve || nr == sysno::execveat;
+}
+
+}  // namespace
+
+size_t Assembler::open_calls() const {
+  size_t n = 0;
+  for (const auto& [tid, p] : pending_) n += p.open;
+  return n;
+}
+
+void Assembler::Complete(Pending& p, Out* out) {
+  SyscallEvent& ev = p.ev;
+  for (size_t i = 0; i < ev.buffers.size(); ++i) {
+    CapturedBuffer& b = ev.buffers[i];
+    uint32_t f = p.explicit_flags[i];
+    if (f & kFragExplicit) {
+      b.truncated = f & kFragTruncated;
+      b.not_captured = f & kFragNotCaptured;
+    } else if (b.bytes.empty() && b.length > 0) {
+      b.not_captured = true;
+    } else {
+      b.truncated = b.bytes.size() < b.length;
+    }
+  }
+  p.open = false;
+  p.explicit_flags.clear();
+  // Before its program starts, the command's failed execs are the launcher's PATH search.
+  if (IsExec(ev.nr) && ev.ret < 0 && !(ev.flags & kEventNoExit) && !started_.count(ev.pid)) {
+    ++dropped_exec_attempts_;
+    ev.buffers.clear();
+    return;
+  }
+  out->syscalls.push_back(std::move(ev));
+  ev = SyscallEvent{};
+}
+
 bool Assembler::Feed(const void* data, size_t size, Out* out) {
   if (size < 4) return false;
   uint32_t type;
   std::memcpy(&type, data, 4);
   const auto* bytes = static_cast<const uint8_t*>(data);
   switch (type) {
-    case kRecFrag: {
-      if (size < sizeof(WireFragHeader)) return false;
-      WireFragHeader h;
-      std::memcpy(&h, data, sizeof h);
-      if (sizeof h + h.len > size) return false;
-      Pending& p = pending_[static_cast<int32_t>(h.tid)];
-      if (p.seq != h.seq) {
-        orphan_fragments_ += p.buffers.size();
-        p.seq = h.seq;
-        p.buffers.clear();
+    case kRecEnter: {
+      if (size < sizeof(WireEnter)) return false;
+      WireEnter w;
+      std::memcpy(&w, data, sizeof w);
+      Pending& p = pending_[static_cast<int32_t>(w.tid)];
+      if (p.open) {
+        ++orphans_;  // its return record was lost
+        p.ev.buffers.clear();
         p.explicit_flags.clear();
       }
-      if (h.offset == 0) {
-        CapturedBuffer b;
-        b.arg = h.arg;
-        b.sub = h.sub;
-        b.dir = static_cast<BufferDir>(h.dir);
-        b.addr = h.addr;
-        b.length = h.total;
-        p.buffers.push_back(std::move(b));
-        p.explicit_flags.push_back(h.flags);
-      } else if (p.buffers.empty() || p.buffers.back().arg != h.arg ||
-                 p.buffers.back().dir != static_cast<BufferDir>(h.dir) ||
-                 p.buffers.back().bytes.size() != h.offset) {
-        ++orphan_fragments_;  // its predecessor was lost
-        return true;
-      }
-      auto& v = p.buffers.back().bytes;
-      v.insert(v.end(), bytes + sizeof h, bytes + sizeof h + h.len);
-      return true;
-    }
-    case kRecSyscall: {
-      if (size < sizeof(WireSyscall)) return false;
-      WireSyscall w;
-      std::memcpy(&w, data, sizeof w);
-      SyscallEvent ev;
+      p.open = true;
+      SyscallEvent& ev = p.ev;
       ev.entry_ns = w.entry_ns;
-      ev.exit_ns = w.exit_ns;
+      ev.exit_ns = 0;
       ev.pid = static_cast<int32_t>(w.tgid);
       ev.tid = static_cast<int32_t>(w.tid);
       ev.ppid = static_cast<int32_t>(w.ppid);
@@ -88,36 +109,57 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       std::memcpy(ev.comm.data(), w.comm, 16);
       ev.nr = static_cast<int32_t>(w.nr);
       for (int i = 0; i < 6; ++i) ev.args[i] = w.args[i];
-      ev.ret = w.ret;
-      ev.flags = w.flags;
-      auto it = pending_.find(ev.tid);
-      if (it != pending_.end()) {
-        Pending& p = it->second;
-        if (p.seq == w.entry_ns) {
-          for (size_t i = 0; i < p.buffers.size(); ++i) {
-            CapturedBuffer& b = p.buffers[i];
-            uint32_t f = p.explicit_flags[i];
-            if (f & kFragExplicit) {
-              b.truncated = f & kFragTruncated;
-              b.not_captured = f & kFragNotCaptured;
-            } else if (b.bytes.empty() && b.length > 0) {
-              b.not_captured = true;
-            } else {
-              b.truncated = b.bytes.size() < b.length;
-            }
-          }
-          ev.buffers = std::move(p.buffers);
-        } else {
-          orphan_fragments_ += p.buffers.size();
-        }
-        pending_.erase(it);
+      ev.ret = 0;
+      ev.flags = 0;
+      return true;
+    }
+    case kRecFrag: {
+      if (size < sizeof(WireFragHeader)) return false;
+      WireFragHeader h;
+      std::memcpy(&h, data, sizeof h);
+      if (sizeof h + h.len > size) return false;
+      auto it = pending_.find(static_cast<int32_t>(h.tid));
+      // A clone child's first return runs the exit-side capture of a call it never entered.
+      if (it == pending_.end() || !it->second.open) return true;
+      Pending& p = it->second;
+      auto& bufs = p.ev.buffers;
+      if (h.offset == 0) {
+        CapturedBuffer b;
+        b.arg = h.arg;
+        b.sub = h.sub;
+        b.dir = static_cast<BufferDir>(h.dir);
+        b.addr = h.addr;
+        b.length = h.total;
+        bufs.push_back(std::move(b));
+        p.explicit_flags.push_back(h.flags);
+      } else if (bufs.empty() || bufs.back().arg != h.arg ||
+                 bufs.back().dir != static_cast<BufferDir>(h.dir) ||
+                 bufs.back().bytes.size() != h.offset) {
+        ++orphans_;  // its predecessor was lost
+        return true;
       }
-      out->syscalls.push_back(std::move(ev));
+      auto& v = bufs.back().bytes;
+      v.insert(v.end(), bytes + sizeof h, bytes + sizeof h + h.len);
+      return true;
+    }
+    case kRecReturn: {
+      if (size < sizeof(WireReturn)) return false;
+      WireReturn w;
+      std::memcpy(&w, data, sizeof w);
+      auto it = pending_.find(static_cast<int32_t>(w.tid));
+      if (it == pending_.end() || !it->second.open || it->second.ev.nr != w.nr) {
+        // A new thread or process returning from the clone that made it entered nothing.
+        if (!IsCloneFamily(w.nr)) ++orphans_;
+        return true;
+      }
+      it->second.ev.ret = w.ret;
+      it->second.ev.exit_ns = w.exit_ns;
+      Complete(it->second, out);
       return true;
     }
     case kRecFork:
     case kRecExec:
-    case kRecExit: {
+    case kRecProcExit: {
       if (size < 32) return false;
       WireProc w{};
       std::memcpy(&w, data, std::min(size, sizeof w));
@@ -128,11 +170,37 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       pe.time_ns = w.time_ns;
       pe.pid = static_cast<int32_t>(w.pid);
       pe.tid = static_cast<int32_t>(w.tid);
-      pe.parent_pid = static_cast<int32_t>(w.parent);
-      pe.is_thread = w.is_thread != 0;
-      pe.exit_status = w.exit_code;
-      if (type == kRecExec && size >= sizeof w)
-        pe.path.assign(w.filename, strnlen(w.filename, sizeof w.filename));
+      if (type == kRecFork) {
+        pe.parent_pid = static_cast<int32_t>(w.parent);
+        pe.is_thread = w.is_thread != 0;
+      }
+      if (type == kRecExec) {
+        started_.insert(pe.pid);
+        // A thread that execs takes the leader's id: its open exec moves with it.
+        auto old_tid = static_cast<int32_t>(w.parent);
+        if (old_tid != 0 && old_tid != pe.tid) {
+          auto old = pending_.find(old_tid);
+          if (old != pending_.end()) {
+            Pending moved = std::move(old->second);
+            pending_.erase(old);
+            moved.ev.tid = pe.tid;
+            pending_[pe.tid] = std::move(moved);
+          }
+        }
+        if (size >= sizeof w) pe.path.assign(w.filename, strnlen(w.filename, sizeof w.filename));
+      }
+      if (type == kRecProcExit) {
+        pe.exit_status = w.exit_code;
+        auto it = pending_.find(pe.tid);
+        if (it != pending_.end()) {
+          if (it->second.open) {
+            it->second.ev.flags |= kEventNoExit;
+            Complete(it->second, out);
+          }
+          pending_.erase(it);
+        }
+        if (w.is_thread) started_.erase(pe.pid);
+      }
       out->processes.push_back(std::move(pe));
       return true;
     }
@@ -168,8 +236,29 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   o->task_tgid = off->tgid;
   o->task_real_parent = off->real_parent;
   o->task_exit_code = off->exit_code;
+  o->binprm_filename = off->binprm_filename;
+  o->task_cred = off->cred;
+  o->cred_uid = off->cred_uid;
+  o->exit_has_group_dead = off->exit_has_group_dead != 0;
   return Status::Ok();
 }
+
+constexpr uint64_t kDefaultRingBytes = 32ull << 20;
+
+// /proc/sys/kernel/pid_max rounded up to a power of two: every tgid is below it.
+uint64_t PidLimit() {
+  uint64_t max = 1 << 22;  // the most pid_max can be on 64-bit
+  if (FILE* f = fopen("/proc/sys/kernel/pid_max", "r")) {
+    unsigned long long v = 0;
+    if (fscanf(f, "%llu", &v) == 1 && v > 0) max = v;
+    fclose(f);
+  }
+  uint64_t p = 64;
+  while (p < max) p <<= 1;
+  return p;
+}
+// A buffer may take at most this share of the ring, so one call cannot fill it.
+constexpr uint64_t kBufferShareOfRing = 4;
 
 class EbpfRecorder {
  public:
@@ -177,43 +266,74 @@ class EbpfRecorder {
   Expected<RecordResult> Run();
 
  private:
+  Status Configure();
   Status Load();
   Status Attach();
   void Consume();
-  int OnRecord(const void* data, size_t size);
+  void Govern();
+  void OnRecord(const void* data, size_t size);
+  void Deliver();
 
   const RecordOptions& opt_;
   RecordResult result_;
   SyscallSet filter_ = SyscallSet::All();
+  uint64_t ring_bytes_ = kDefaultRingBytes;
+  uint64_t max_buffer_ = 0;
+  uint64_t pid_limit_ = 0;
+  bool block_ = true;
   std::optional<bpf::Map> maps_[kMapCount];
   std::vector<bpf::Program> progs_;
   std::vector<bpf::Link> links_;
-  int exec_tp_ = -1, exit_tp_ = -1;
   std::unique_ptr<trace::Writer> writer_;
-  std::unique_ptr<bpf::RingBufferReader> ring_;
+  std::unique_ptr<bpf::RingConsumer> ring_;
+  std::unique_ptr<Throttle> throttle_;
   std::atomic<bool> consumer_stop_{false};
+  std::atomic<bool> governor_stop_{false};
   Assembler assembler_;
   Assembler::Out out_;
   bool write_failed_ = false;
 };
 
-Status EbpfRecorder::Load() {
+Status EbpfRecorder::Configure() {
   if (!opt_.syscall_filter.empty()) {
     FAY_ASSIGN_OR_RETURN(filter_, ParseSyscallSet(opt_.syscall_filter));
   }
+  if (opt_.ring_size) {
+    if (opt_.ring_size < (1u << 16) || (opt_.ring_size & (opt_.ring_size - 1)) != 0)
+      return Error(Code::kInvalidArgument,
+                   fmt::format("--ring-size {} must be a power of two of at least 64K "
+                               "(examples: 8M, 64M, 1G)",
+                               opt_.ring_size));
+    ring_bytes_ = opt_.ring_size;
+  }
+  uint64_t share = ring_bytes_ / kBufferShareOfRing;
+  if (opt_.max_buffer > share)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("--max-buffer {} is more than a quarter of the ring buffer ({} "
+                             "bytes); hint: add --ring-size {}M",
+                             opt_.max_buffer, ring_bytes_,
+                             std::max<uint64_t>(1, (opt_.max_buffer * kBufferShareOfRing) >> 20)));
+  max_buffer_ = opt_.max_buffer ? opt_.max_buffer : share;
+  if (opt_.loss.empty())
+    block_ = opt_.pid == 0;
+  else if (opt_.loss == "block" || opt_.loss == "drop")
+    block_ = opt_.loss == "block";
+  else
+    return Error(Code::kInvalidArgument,
+                 fmt::format("--loss '{}': expected block or drop", opt_.loss));
+  if (block_ && opt_.pid)
+    return Error(Code::kUnsupported,
+                 "--loss=block throttles a command fay starts; with -p use --loss=drop");
+  return Status::Ok();
+}
+
+Status EbpfRecorder::Load() {
   ProbeOptions po;
-  po.max_buffer = opt_.max_buffer;
+  po.max_buffer = max_buffer_;
+  po.wake_bytes = ring_bytes_ / 16;
+  pid_limit_ = PidLimit();
+  po.pid_limit = pid_limit_;
   FAY_RETURN_IF_ERROR(TaskOffsetsFromBtf(&po));
-  FAY_RETURN_IF_ERROR(EnsureTracefs());
-  FAY_ASSIGN_OR_RETURN(std::string root, TracefsRoot());
-  FAY_ASSIGN_OR_RETURN(EventFormat exec_fmt, ReadEventFormat(root, "sched", "sched_process_exec"));
-  FAY_ASSIGN_OR_RETURN(EventFormat exit_fmt, ReadEventFormat(root, "sched", "sched_process_exit"));
-  exec_tp_ = exec_fmt.id;
-  exit_tp_ = exit_fmt.id;
-  for (const auto& f : exec_fmt.fields)
-    if (f.name == "filename" && f.is_data_loc) po.exec_filename_off = f.offset;
-  for (const auto& f : exit_fmt.fields)
-    if (f.name == "group_dead") po.exit_group_dead_off = f.offset;
 
   auto mk = [&](int slot, bpf_map_type type, const char* name, uint32_t k, uint32_t v, uint32_t n,
                 uint32_t flags = 0) -> Status {
@@ -222,13 +342,16 @@ Status EbpfRecorder::Load() {
     return Status::Ok();
   };
   FAY_RETURN_IF_ERROR(mk(kMapTraced, BPF_MAP_TYPE_HASH, "fay_rec_traced", 4, 1, 65536));
-  FAY_RETURN_IF_ERROR(mk(kMapEntry, BPF_MAP_TYPE_HASH, "fay_rec_entry", 4, 64, 65536));
   FAY_RETURN_IF_ERROR(
       mk(kMapSpec, BPF_MAP_TYPE_ARRAY, "fay_rec_spec", 4, sizeof(SyscallSpec), kMaxNr));
   FAY_RETURN_IF_ERROR(
       mk(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_scratch", 4, kScratchSize, 1));
-  FAY_RETURN_IF_ERROR(mk(kMapRing, BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0, 64u << 20));
-  FAY_RETURN_IF_ERROR(mk(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_stats", 4, 16, 1));
+  FAY_RETURN_IF_ERROR(
+      mk(kMapRing, BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0, static_cast<uint32_t>(ring_bytes_)));
+  FAY_RETURN_IF_ERROR(
+      mk(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_stats", 4, 8 * kStatCount, 1));
+  FAY_RETURN_IF_ERROR(mk(kMapStates, BPF_MAP_TYPE_ARRAY, "fay_rec_states", 4,
+                         static_cast<uint32_t>(StatesBytes(pid_limit_)), 1));
   for (int nr = 0; nr < kMaxNr; ++nr) {
     SyscallSpec s = BuildSyscallSpec(nr);
     s.record = filter_.Contains(nr) ? 1 : 0;
@@ -250,9 +373,10 @@ Status EbpfRecorder::Attach() {
   // Process tracking first, so no fork between two attachments is missed.
   FAY_ASSIGN_OR_RETURN(bpf::Link fork, bpf::AttachRawTracepoint(progs_[2], "sched_process_fork"));
   links_.push_back(std::move(fork));
-  FAY_ASSIGN_OR_RETURN(bpf::Link exec, bpf::AttachTracepoint(progs_[3], exec_tp_));
+  // Raw tracepoints throughout: a perf-event tracepoint takes tens of milliseconds to detach.
+  FAY_ASSIGN_OR_RETURN(bpf::Link exec, bpf::AttachRawTracepoint(progs_[3], "sched_process_exec"));
   links_.push_back(std::move(exec));
-  FAY_ASSIGN_OR_RETURN(bpf::Link exit, bpf::AttachTracepoint(progs_[4], exit_tp_));
+  FAY_ASSIGN_OR_RETURN(bpf::Link exit, bpf::AttachRawTracepoint(progs_[4], "sched_process_exit"));
   links_.push_back(std::move(exit));
   FAY_ASSIGN_OR_RETURN(bpf::Link sx, bpf::AttachRawTracepoint(progs_[1], "sys_exit"));
   links_.push_back(std::move(sx));
@@ -261,8 +385,13 @@ Status EbpfRecorder::Attach() {
   return Status::Ok();
 }
 
-int EbpfRecorder::OnRecord(const void* data, size_t size) {
+void EbpfRecorder::OnRecord(const void* data, size_t size) {
   assembler_.Feed(data, size, &out_);
+  // Hand events over in small groups, so the writer's queue sees them in order and soon.
+  if (out_.syscalls.size() + out_.processes.size() >= 256) Deliver();
+}
+
+void EbpfRecorder::Deliver() {
   for (auto& pe : out_.processes) {
     if (pe.kind == ProcessEventKind::kFork) {
       if (pe.is_thread)
@@ -270,32 +399,60 @@ int EbpfRecorder::OnRecord(const void* data, size_t size) {
       else
         ++result_.processes, ++result_.threads;
     }
-    writer_->Append(std::move(pe));
   }
-  for (auto& ev : out_.syscalls) {
-    if (!writer_->Append(std::move(ev))) {
+  // Process events first within a group would reorder them against calls; merge by time.
+  size_t i = 0, j = 0;
+  auto& sc = out_.syscalls;
+  auto& pr = out_.processes;
+  while (i < sc.size() || j < pr.size()) {
+    bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
+    if (take_proc) {
+      writer_->Append(std::move(pr[j++]));
+    } else if (!writer_->Append(std::move(sc[i++]))) {
       write_failed_ = true;
-      continue;
+    } else {
+      ++result_.syscalls;
     }
-    ++result_.syscalls;
   }
-  out_.syscalls.clear();
-  out_.processes.clear();
-  return 0;
+  sc.clear();
+  pr.clear();
 }
 
 void EbpfRecorder::Consume() {
-  while (!consumer_stop_.load(std::memory_order_acquire)) {
-    auto n = ring_->Poll(50);
-    if (!n.ok()) break;
+  auto feed = [this](const void* d, size_t n) { OnRecord(d, n); };
+  for (;;) {
+    bool stopping = consumer_stop_.load(std::memory_order_acquire);
+    uint64_t n = ring_->Drain(feed);
+    Deliver();
+    if (n == 0) {
+      if (stopping) break;
+      // The probes wake the consumer only when the ring fills; otherwise it looks often
+      // enough that a quiet program's events reach the file within a few milliseconds.
+      ring_->Wait(5);
+    }
   }
-  (void)ring_->Consume();
+}
+
+// --loss=block: freeze the program while the ring is more than half full, thaw it once the
+// consumer has brought it down to an eighth.
+void EbpfRecorder::Govern() {
+  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8;
+  while (!governor_stop_.load(std::memory_order_acquire)) {
+    uint64_t pending = ring_->Pending();
+    if (!throttle_->frozen() && pending > high)
+      throttle_->Freeze();
+    else if (throttle_->frozen() && pending < low)
+      throttle_->Thaw();
+    usleep(throttle_->frozen() ? 200 : 1000);
+  }
+  throttle_->Thaw();
 }
 
 Expected<RecordResult> EbpfRecorder::Run() {
   if (opt_.pid)
     return Error(Code::kUnsupported,
                  "fay record --backend ebpf -p is not available yet; use --backend ptrace");
+  FAY_RETURN_IF_ERROR(Configure());
   FAY_RETURN_IF_ERROR(Load());
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
@@ -307,10 +464,25 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return child.status();
   }
   info.root_pid = child->pid();
+  if (block_) {
+    auto throttle = Throttle::Create(child->pid());
+    if (!throttle.ok())
+      return Error(Code::kUnsupported,
+                   throttle.status().message() +
+                       "; hint: --loss=drop records without throttling, counting what it loses");
+    throttle_ = std::move(throttle).value();
+  }
   uint32_t key = static_cast<uint32_t>(child->pid());
-  uint8_t pending = kPendingExec;
-  if (Status st = maps_[kMapTraced]->Update(&key, &pending); !st.ok()) {
+  uint8_t alive = 1;
+  if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) {
     return st;
+  }
+  {
+    std::vector<uint64_t> states(StatesBytes(pid_limit_) / 8);
+    uint64_t pid = key & (pid_limit_ - 1);
+    states[pid >> 5] |= uint64_t{kPendingExec} << ((pid & 31) * 2);
+    uint32_t zero = 0;
+    if (Status st = maps_[kMapStates]->Update(&zero, states.data()); !st.ok()) return st;
   }
   info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
@@ -319,8 +491,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return writer.status();  // the held child is killed and reaped by its destructor
   }
   writer_ = std::move(writer).value();
-  auto ring = bpf::RingBufferReader::Create(
-      maps_[kMapRing]->fd(), [this](const void* d, size_t n) { return OnRecord(d, n); });
+  auto ring = bpf::RingConsumer::Create(maps_[kMapRing]->fd(), ring_bytes_);
   if (!ring.ok()) {
     writer_->Close();
     unlink(result_.path.c_str());
@@ -334,6 +505,8 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return st;
   }
   std::thread consumer([this] { Consume(); });
+  std::thread governor;
+  if (throttle_) governor = std::thread([this] { Govern(); });
 
   signals.Handle(OnStopSignal);
 
@@ -355,29 +528,39 @@ Expected<RecordResult> EbpfRecorder::Run() {
     }
     if (pidfd >= 0) close(pidfd);
     // Descendants that outlive the command are recorded until they end too.
-    while (exited && !g_stop_signal && !maps_[kMapTraced]->Keys().empty()) usleep(5000);
+    while (exited && !g_stop_signal && !maps_[kMapTraced]->Keys().empty()) usleep(2000);
   }
   result_.detached = !exited;
   links_.clear();  // detach every probe
   consumer_stop_.store(true, std::memory_order_release);
+  ring_->Wake();
   consumer.join();
+  if (governor.joinable()) {
+    governor_stop_.store(true, std::memory_order_release);
+    governor.join();
+  }
+  throttle_.reset();  // thawed; a detached command runs on where it was
 
   // Losses: records the ring had no room for, per CPU.
   uint32_t zero = 0;
-  uint64_t lost_records = 0, lost_fragments = 0;
   if (auto per_cpu = maps_[kMapStats]->LookupPerCpu(&zero); per_cpu.ok()) {
-    for (const auto& slice : *per_cpu) {
-      uint64_t v[2];
-      std::memcpy(v, slice.data(), 16);
-      lost_records += v[0];
-      lost_fragments += v[1];
+    uint64_t now = Now(CLOCK_MONOTONIC);
+    for (size_t cpu = 0; cpu < per_cpu->size(); ++cpu) {
+      uint64_t v[kStatCount];
+      std::memcpy(v, (*per_cpu)[cpu].data(), sizeof v);
+      uint64_t lost = v[kStatLostRecords] + v[kStatLostFragments];
+      if (!lost) continue;
+      result_.lost_events += lost;
+      writer_->AppendLoss(now, lost, static_cast<int32_t>(cpu));
+      if (!opt_.quiet)
+        fmt::print(stderr,
+                   "fay: the ring buffer was full: {} events and {} buffer fragments lost on "
+                   "CPU {}\n",
+                   v[kStatLostRecords], v[kStatLostFragments], cpu);
     }
-  }
-  if (lost_records + lost_fragments) {
-    writer_->AppendLoss(Now(CLOCK_MONOTONIC), lost_records + lost_fragments);
-    if (!opt_.quiet)
-      fmt::print(stderr, "fay: the ring buffer was full: {} events and {} buffer fragments lost\n",
-                 lost_records, lost_fragments);
+    if (result_.lost_events && !opt_.quiet)
+      fmt::print(stderr, "fay: hint: --ring-size {}M (now {}M) or --loss=block\n",
+                 (ring_bytes_ >> 20) * 4, ring_bytes_ >> 20);
   }
   Status closed = writer_->Close();
   if (!closed.ok() && result_.error.empty()) result_.error = closed.message();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "record/ebpf/probes.h"
@@ -18,7 +19,8 @@ Expected<RecordResult> RecordWithEbpf(const RecordOptions& options);
 
 namespace ebpf {
 
-// Rebuilds events from ring-buffer records. Separate from the recorder so it can be tested with
+// Rebuilds events from ring-buffer records: pairs each thread's enter and return records and
+// attaches the fragments between them. Separate from the recorder so it can be tested with
 // hand-made records.
 class Assembler {
  public:
@@ -29,16 +31,25 @@ class Assembler {
   // Consumes one record; completed events are appended to *out. Returns false for a record
   // that is malformed (too short or of unknown type).
   bool Feed(const void* data, size_t size, Out* out);
-  uint64_t orphan_fragments() const { return orphan_fragments_; }
+  // Records that could not be matched: a sign that something was lost in between.
+  uint64_t orphans() const { return orphans_; }
+  // Failed exec attempts of the command before its program started (execvp searching PATH),
+  // left out as the ptrace backend leaves them out.
+  uint64_t dropped_exec_attempts() const { return dropped_exec_attempts_; }
+  // Calls still open (at the end of a recording: cut off by the detach).
+  size_t open_calls() const;
 
  private:
   struct Pending {
-    uint64_t seq = 0;
-    std::vector<CapturedBuffer> buffers;
+    bool open = false;
+    SyscallEvent ev;
     std::vector<uint32_t> explicit_flags;  // per buffer: FragFlags when kFragExplicit was set
   };
+  void Complete(Pending& p, Out* out);
   std::unordered_map<int32_t, Pending> pending_;
-  uint64_t orphan_fragments_ = 0;
+  std::unordered_set<int32_t> started_;  // processes whose program has started (exec seen)
+  uint64_t orphans_ = 0;
+  uint64_t dropped_exec_attempts_ = 0;
 };
 
 }  // namespace ebpf

@@ -17,26 +17,32 @@ using bpf::Label;
 using namespace bpf;  // registers
 
 // Stack slots.
-constexpr int16_t kFpTid = -8, kFpTgid = -16, kFpNr = -24, kFpZero = -32, kFpTmp = -40,
-                  kFpVal = -48;
+constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48;
 
 // Scratch value layout.
-constexpr int16_t kScrRec = 0;  // WireSyscall
-constexpr int16_t kScrEntry =
-    128;                           // entry_ns, nr, args[6] (+16 spare so args[len_arg & 7] is safe)
-constexpr int16_t kScrRegs = 208;  // pt_regs r10..di (72 bytes)
-constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312;
+constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
+constexpr int16_t kScrRegs = 208;   // pt_regs r10..orig_ax (72 bytes)
+constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312, kVCount = 320;
 constexpr int16_t kScrFrag = 384;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
 static_assert(kScrFrag + 288 <= kScratchSize);
-constexpr int kEntrySize = 64;
+// Where each argument register sits in the pt_regs copy (r10 r9 r8 ax cx dx si di orig_ax).
+constexpr int16_t kArgInCopy[6] = {56, 48, 40, 0, 16, 8};
+constexpr int16_t kOrigAxInCopy = 64;
+// Return records between two looks at the ring's fill level.
+constexpr int kWakeCheckEvery = 64;
 
 struct Gen {
   Emitter e;
   const ProbeOptions& o;
   Label exit_label;
-  explicit Gen(const ProbeOptions& opt) : o(opt) { exit_label = e.NewLabel(); }
+  Label frag_cb;  // bound when a rule first needs it
+  bool uses_frag_cb = false;
+  explicit Gen(const ProbeOptions& opt) : o(opt) {
+    exit_label = e.NewLabel();
+    frag_cb = e.NewLabel();
+  }
 
   void Lookup(int map, int16_t fp_key) {
     e.LdMap(R1, map);
@@ -50,62 +56,167 @@ struct Gen {
     e.AluImm(BPF_ADD, R2, fp_key);
     e.Call(BPF_FUNC_map_delete_elem);
   }
-  // fp-8 = tid, fp-16 = tgid (both u32 in a zeroed u64 slot), fp-32 = 0.
-  void Ids() {
-    e.Call(BPF_FUNC_get_current_pid_tgid);
-    e.StoreImm(8, R10, kFpTid, 0);
-    e.StoreImm(8, R10, kFpTgid, 0);
-    e.StoreImm(8, R10, kFpZero, 0);
-    e.Store(4, R10, kFpTid, R0);
-    e.AluImm(BPF_RSH, R0, 32);
-    e.Store(4, R10, kFpTgid, R0);
-  }
-  // R9 = per-CPU scratch.
-  void Scratch() {
+  // fp-8 = 0 (the key of single-value maps).
+  void ZeroKey() { e.StoreImm(8, R10, kFpZero, 0); }
+  // R9 = per-CPU scratch; fp-8 must hold 0.
+  void Scratch(Label fail) {
     Lookup(kMapScratch, kFpZero);
-    e.JmpIfImm(BPF_JEQ, R0, 0, exit_label);
+    e.JmpIfImm(BPF_JEQ, R0, 0, fail);
     e.Mov(R9, R0);
   }
-  // Counts a failed ring-buffer output (R0 < 0) in stats word `slot`.
-  void CountLost(int slot) {
-    Label ok = e.NewLabel();
-    e.JmpIfImm(BPF_JSGE, R0, 0, ok);
+  // Adds one to per-CPU counter `slot`; fp-8 must hold 0. Clobbers R0-R5.
+  void Count(int slot) {
+    Label done = e.NewLabel();
     Lookup(kMapStats, kFpZero);
-    e.JmpIfImm(BPF_JEQ, R0, 0, ok);
+    e.JmpIfImm(BPF_JEQ, R0, 0, done);
     e.MovImm(R1, 1);
     e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
+    e.Bind(done);
+  }
+  // Counts a failed ring-buffer output (R0 < 0).
+  void CountIfFailed(int slot) {
+    Label ok = e.NewLabel();
+    e.JmpIfImm(BPF_JSGE, R0, 0, ok);
+    Count(slot);
     e.Bind(ok);
   }
-  // ringbuf_output(scratch + off, size in R3 already set).
+  // ringbuf_output(scratch + off, size in R3 already set), never waking the consumer: it
+  // polls, and return records wake it when the ring fills (see GenSysExit).
   void OutputR3(int16_t off) {
     e.LdMap(R1, kMapRing);
     e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, off);
-    e.MovImm(R4, 0);
+    e.MovImm(R4, BPF_RB_NO_WAKEUP);
     e.Call(BPF_FUNC_ringbuf_output);
   }
   void Output(int16_t off, int32_t size) {
     e.MovImm(R3, size);
     OutputR3(off);
   }
-  void Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status* st) {
-    e.Bind(exit_label);
-    e.MovImm(R0, 0);
-    e.Exit();
-    auto insns = e.Finish();
-    if (!insns.ok()) {
-      *st = insns.status();
-      return;
-    }
-    spec->type = type;
-    spec->name = name;
-    spec->insns = std::move(insns).value();
-    spec->relocs = e.relocs();
+  // R0 = ringbuf_reserve(size); jumps to `fail` (after counting the loss) when full.
+  void Reserve(int32_t size, int stat, Label fail) {
+    Label ok = e.NewLabel();
+    e.LdMap(R1, kMapRing);
+    e.MovImm(R2, size);
+    e.MovImm(R3, 0);
+    e.Call(BPF_FUNC_ringbuf_reserve);
+    e.JmpIfImm(BPF_JNE, R0, 0, ok);
+    Count(stat);
+    e.Jmp(fail);
+    e.Bind(ok);
   }
+  // Copies the user registers r10..orig_ax of the current task (R7) into the scratch. The
+  // typed pointer bpf_task_pt_regs returns is read with plain loads, which costs less than a
+  // probe_read of the raw tracepoint's untyped one.
+  void CopyRegs() {
+    e.Mov(R1, R7);
+    e.Call(BPF_FUNC_task_pt_regs);
+    for (int w = 0; w < 9; ++w) {
+      e.Load(8, R1, R0, static_cast<int16_t>(56 + 8 * w));
+      e.Store(8, R9, static_cast<int16_t>(kScrRegs + 8 * w), R1);
+    }
+  }
+  // The arguments, in order, where the capture rules read them.
+  void ArgsToEntry() {
+    for (int i = 0; i < 6; ++i) {
+      e.Load(8, R1, R9, static_cast<int16_t>(kScrRegs + kArgInCopy[i]));
+      e.Store(8, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i), R1);
+    }
+  }
+  void Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status* st);
 };
 
 uint64_t Cap(const ProbeOptions& o) {
-  return o.max_buffer ? std::min<uint64_t>(o.max_buffer, kMaxBufferBytes) : kMaxBufferBytes;
+  return o.max_buffer;
+}
+
+// bpf_loop callback: emits the next fragment of the buffer described in the scratch (kVAddr,
+// kVWant, kVOff and the fragment header). A whole fragment is read straight into the ring; the
+// last, shorter one goes through the scratch. Returns 1 to stop.
+void GenFragCallback(Gen& g) {
+  Emitter& e = g.e;
+  Label stop = e.NewLabel(), tail = e.NewLabel(), full_fail = e.NewLabel(),
+        tail_fail = e.NewLabel();
+  e.BeginFunc(g.frag_cb);
+  g.ZeroKey();
+  g.Scratch(stop);
+  e.Load(8, R1, R9, kVWant);
+  e.Load(8, R2, R9, kVOff);
+  e.Alu(BPF_SUB, R1, R2);
+  e.Store(8, R9, kScrFrag + 32, R2);
+  e.JmpIfImm(BPF_JLT, R1, kFragBytes, tail);
+  e.Comment("a whole fragment, read into the ring");
+  e.StoreImm(4, R9, kScrFrag + 48, kFragBytes);
+  g.Reserve(56 + kFragBytes, kStatLostFragments, stop);
+  e.Mov(R6, R0);
+  for (int w = 0; w < 7; ++w) {
+    e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
+    e.Store(8, R6, static_cast<int16_t>(8 * w), R1);
+  }
+  e.Mov(R1, R6);
+  e.AluImm(BPF_ADD, R1, 56);
+  e.MovImm(R2, kFragBytes);
+  e.Load(8, R3, R9, kVAddr);
+  e.Load(8, R4, R9, kVOff);
+  e.Alu(BPF_ADD, R3, R4);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, full_fail);
+  e.Mov(R1, R6);
+  e.MovImm(R2, BPF_RB_NO_WAKEUP);
+  e.Call(BPF_FUNC_ringbuf_submit);
+  e.Load(8, R1, R9, kVOff);
+  e.AluImm(BPF_ADD, R1, kFragBytes);
+  e.Store(8, R9, kVOff, R1);
+  e.MovImm(R0, 0);
+  e.Exit();
+  e.Bind(full_fail);
+  e.Mov(R1, R6);
+  e.MovImm(R2, BPF_RB_NO_WAKEUP);
+  e.Call(BPF_FUNC_ringbuf_discard);
+  e.Jmp(tail_fail);
+
+  e.Bind(tail);
+  e.Comment("the last, shorter fragment (possibly empty)");
+  e.Mov(R7, R1);
+  e.Store(4, R9, kScrFrag + 48, R7);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrData);
+  e.Mov(R2, R7);
+  e.Load(8, R3, R9, kVAddr);
+  e.Load(8, R4, R9, kVOff);
+  e.Alu(BPF_ADD, R3, R4);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, tail_fail);
+  e.Mov(R3, R7);
+  e.AluImm(BPF_ADD, R3, 56);
+  g.OutputR3(kScrFrag);
+  g.CountIfFailed(kStatLostFragments);
+  e.Jmp(stop);
+  e.Bind(tail_fail);
+  e.Comment("unreadable (not present): an empty piece says where it stopped");
+  e.StoreImm(4, R9, kScrFrag + 48, 0);
+  g.Output(kScrFrag, 56);
+  g.CountIfFailed(kStatLostFragments);
+  e.Bind(stop);
+  e.MovImm(R0, 1);
+  e.Exit();
+}
+
+void Gen::Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status* st) {
+  e.Bind(exit_label);
+  e.MovImm(R0, 0);
+  e.Exit();
+  if (uses_frag_cb) GenFragCallback(*this);
+  auto insns = e.Finish();
+  if (!insns.ok()) {
+    *st = insns.status();
+    return;
+  }
+  spec->type = type;
+  spec->name = name;
+  spec->insns = std::move(insns).value();
+  spec->relocs = e.relocs();
+  spec->func_starts = e.func_starts();
 }
 
 // One capture rule (slot `i` of the phase at spec offset `base`). R8 = spec, R9 = scratch; the
@@ -113,8 +224,7 @@ uint64_t Cap(const ProbeOptions& o) {
 void GenRule(Gen& g, int16_t base, int i) {
   Emitter& e = g.e;
   const int16_t rb = static_cast<int16_t>(base + 16 * i);
-  Label next = e.NewLabel(), str = e.NewLabel(), have = e.NewLabel(), loop = e.NewLabel(),
-        tail = e.NewLabel(), fail = e.NewLabel();
+  Label next = e.NewLabel(), str = e.NewLabel(), have = e.NewLabel();
   e.Comment("capture rule " + std::to_string(i));
   e.Load(1, R1, R8, rb + 0);
   e.JmpIfImm(BPF_JEQ, R1, kRuleNone, next);
@@ -206,51 +316,22 @@ void GenRule(Gen& g, int16_t base, int i) {
   e.Store(8, R9, kVWant, R4);
   e.StoreImm(8, R9, kVOff, 0);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
-  e.MovImm(R7, 0);
-  // Whole fragments while more than one is left; the verifier walks this kMaxFragments times.
-  e.Bind(loop);
-  e.Load(8, R1, R9, kVWant);
-  e.Load(8, R2, R9, kVOff);
-  e.Alu(BPF_SUB, R1, R2);
-  e.JmpIfImm(BPF_JLE, R1, kFragBytes, tail);
-  e.JmpIfImm(BPF_JGE, R7, kMaxFragments, next);
-  e.AluImm(BPF_ADD, R7, 1);
-  e.StoreImm(4, R9, kScrFrag + 48, kFragBytes);
-  e.Store(8, R9, kScrFrag + 32, R2);
-  e.Load(8, R3, R9, kVAddr);
-  e.Alu(BPF_ADD, R3, R2);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrData);
-  e.MovImm(R2, kFragBytes);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, fail);
-  g.Output(kScrFrag, 56 + kFragBytes);
-  g.CountLost(1);
-  e.Load(8, R1, R9, kVOff);
-  e.AluImm(BPF_ADD, R1, kFragBytes);
-  e.Store(8, R9, kVOff, R1);
-  e.Jmp(loop);
-  // The last, partial fragment (possibly empty).
-  e.Bind(tail);
-  e.Mov(R7, R1);
-  e.Store(4, R9, kScrFrag + 48, R7);
-  e.Store(8, R9, kScrFrag + 32, R2);
-  e.Load(8, R3, R9, kVAddr);
-  e.Alu(BPF_ADD, R3, R2);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrData);
-  e.Mov(R2, R7);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, fail);
-  e.Mov(R3, R7);
-  e.AluImm(BPF_ADD, R3, 56);
-  g.OutputR3(kScrFrag);
-  g.CountLost(1);
-  e.Jmp(next);
-  e.Bind(fail);
-  e.StoreImm(4, R9, kScrFrag + 48, 0);
-  g.Output(kScrFrag, 56);
-  g.CountLost(1);
+  e.Comment("one fragment per loop turn: ceil(length / kFragBytes), at least one");
+  e.Mov(R1, R4);
+  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
+  e.AluImm(BPF_RSH, R1, 12);
+  static_assert(kFragBytes == 1 << 12);
+  {
+    Label some = e.NewLabel();
+    e.JmpIfImm(BPF_JNE, R1, 0, some);
+    e.MovImm(R1, 1);
+    e.Bind(some);
+  }
+  e.LdFunc(R2, g.frag_cb);
+  g.uses_frag_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
   e.Jmp(next);
 
   // NUL-terminated string: up to 4096 bytes; 4098 read so "exactly 4096" and "longer" differ.
@@ -266,7 +347,7 @@ void GenRule(Gen& g, int16_t base, int i) {
     e.StoreImm(8, R9, kScrFrag + 24, 0);
     e.StoreImm(4, R9, kScrFrag + 48, 0);
     g.Output(kScrFrag, 56);
-    g.CountLost(1);
+    g.CountIfFailed(kStatLostFragments);
     e.Jmp(next);
     e.Bind(ok);
     e.Mov(R7, R0);
@@ -286,19 +367,17 @@ void GenRule(Gen& g, int16_t base, int i) {
     e.Mov(R3, R7);
     e.AluImm(BPF_ADD, R3, 56);
     g.OutputR3(kScrFrag);
-    g.CountLost(1);
+    g.CountIfFailed(kStatLostFragments);
   }
   e.Bind(next);
 }
 
-// Sets the fragment header's constant fields and runs the phase's six rules.
+// Sets the fragment header's constant fields (the tid is already at kScrFrag + 4) and runs
+// the phase's six rules.
 void GenPhase(Gen& g, bool at_exit) {
   Emitter& e = g.e;
   e.StoreImm(4, R9, kScrFrag + 0, kRecFrag);
-  e.Load(4, R1, R10, kFpTid);
-  e.Store(4, R9, kScrFrag + 4, R1);
-  e.Load(8, R1, R9, kScrEntry + 0);
-  e.Store(8, R9, kScrFrag + 8, R1);
+  e.StoreImm(8, R9, kScrFrag + 8, 0);
   e.StoreImm(1, R9, kScrFrag + 17,
              static_cast<int32_t>(at_exit ? BufferDir::kOut : BufferDir::kIn));
   e.StoreImm(2, R9, kScrFrag + 18, 0);
@@ -307,131 +386,194 @@ void GenPhase(Gen& g, bool at_exit) {
   for (int i = 0; i < kRulesPerPhase; ++i) GenRule(g, base, i);
 }
 
-// Fills the WireSyscall at kScrRec from the entry copy, the current task and R7 = exit time,
-// and outputs it. `flags`: kEventNoExit for calls that never return.
-void GenEmitSyscall(Gen& g, uint32_t flags) {
+// R0 = the address of the bitmap word holding the tgid at fp-16, R2 = the bit shift of its
+// state in that word. Jumps out if the bitmap is missing. fp-8 must hold 0.
+void GenStateWord(Gen& g) {
   Emitter& e = g.e;
-  e.StoreImm(4, R9, kScrRec + 0, kRecSyscall);
-  e.StoreImm(4, R9, kScrRec + 4, static_cast<int32_t>(flags));
+  g.Lookup(kMapStates, kFpZero);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(4, R1, R10, kFpTgid);
-  e.Store(4, R9, kScrRec + 8, R1);
-  e.Load(4, R1, R10, kFpTid);
-  e.Store(4, R9, kScrRec + 12, R1);
-  e.Store(8, R9, kScrRec + 32, R7);
-  for (int w = 0; w < 8; ++w) {  // entry_ns, nr, args[6]
-    e.Load(8, R1, R9, static_cast<int16_t>(kScrEntry + 8 * w));
-    e.Store(8, R9, static_cast<int16_t>((w == 0 ? kScrRec + 24 : kScrRec + 40 + 8 * (w - 1))), R1);
-  }
-  e.Load(8, R1, R9, kVRet);
-  e.Store(8, R9, kScrRec + 96, R1);
-  e.Call(BPF_FUNC_get_current_uid_gid);
-  e.Store(4, R9, kScrRec + 20, R0);
-  e.Call(BPF_FUNC_get_current_task_btf);
-  e.Load(8, R1, R0, static_cast<int16_t>(g.o.task_comm));
-  e.Store(8, R9, kScrRec + 104, R1);
-  e.Load(8, R1, R0, static_cast<int16_t>(g.o.task_comm + 8));
-  e.Store(8, R9, kScrRec + 112, R1);
-  e.Load(8, R1, R0, static_cast<int16_t>(g.o.task_real_parent));
-  e.Load(4, R1, R1, static_cast<int16_t>(g.o.task_tgid));
-  e.Store(4, R9, kScrRec + 16, R1);
-  g.Output(kScrRec, sizeof(WireSyscall));
-  g.CountLost(0);
+  e.Mov(R2, R1);
+  e.AluImm(BPF_AND, R2, 31);
+  e.AluImm(BPF_LSH, R2, 1);
+  e.AluImm(BPF_RSH, R1, 5);
+  e.AluImm(BPF_AND, R1, static_cast<int32_t>((g.o.pid_limit >> 5) - 1));
+  e.AluImm(BPF_LSH, R1, 3);
+  e.Alu(BPF_ADD, R0, R1);
 }
 
-void GenSysEnter(Gen& g) {
+// R1 = the state of the process whose tgid is at fp-16.
+void GenLoadState(Gen& g) {
+  Emitter& e = g.e;
+  GenStateWord(g);
+  e.Load(8, R1, R0, 0);
+  e.Alu(BPF_RSH, R1, R2);
+  e.AluImm(BPF_AND, R1, 3);
+}
+
+// Sets (op BPF_OR) or clears (BPF_AND) state bits `bits` of the tgid at fp-16.
+void GenChangeState(Gen& g, uint8_t op, int32_t bits) {
+  Emitter& e = g.e;
+  GenStateWord(g);
+  e.MovImm(R1, bits);
+  e.Alu(BPF_LSH, R1, R2);
+  if (op == BPF_AND) e.AluImm(BPF_XOR, R1, -1);
+  e.Atomic64(op, R0, 0, R1);
+}
+
+// R6 = ctx, R7 = current task; fp-16 = tgid. Jumps out unless the process is traced, and
+// leaves its state in R1.
+void GenTraced(Gen& g) {
+  Emitter& e = g.e;
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  e.Call(BPF_FUNC_get_current_task_btf);
+  e.Mov(R7, R0);
+  e.StoreImm(8, R10, kFpTgid, 0);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_tgid));
+  e.Store(4, R10, kFpTgid, R1);
+  e.Comment("is this process traced?");
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+}
+
+// R2 = the syscall number; fp-24 = it. Jumps out unless it is in range, and unless a process
+// held before its exec (state in R1) is making that exec.
+void GenNrFilter(Gen& g) {
   Emitter& e = g.e;
   Label ok = e.NewLabel();
-  e.Mov(R6, R1);
-  g.Ids();
-  e.Comment("is this process traced?");
-  g.Lookup(kMapTraced, kFpTgid);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  e.Load(1, R1, R0, 0);
-  e.Load(8, R2, R6, 8);
   e.JmpIfImm(BPF_JSLT, R2, 0, g.exit_label);
   e.JmpIfImm(BPF_JSGE, R2, kMaxNr, g.exit_label);
   e.StoreImm(8, R10, kFpNr, 0);
   e.Store(4, R10, kFpNr, R2);
-  e.JmpIfImm(BPF_JEQ, R1, kActive, ok);
+  e.JmpIfImm(BPF_JSET, R1, kActive, ok);
   e.Comment("held before exec: only the exec itself counts");
-  e.JmpIfImm(BPF_JNE, R1, kPendingExec, g.exit_label);
   e.JmpIfImm(BPF_JEQ, R2, sysno::execve, ok);
   e.JmpIfImm(BPF_JNE, R2, sysno::execveat, g.exit_label);
   e.Bind(ok);
+}
+
+// R8 = the call's SyscallSpec; jumps out unless -e selects it.
+void GenSpec(Gen& g) {
+  Emitter& e = g.e;
   g.Lookup(kMapSpec, kFpNr);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Mov(R8, R0);
   e.Load(4, R1, R8, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
-  g.Scratch();
-  e.Comment("arguments from pt_regs (r10..di)");
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrRegs);
-  e.MovImm(R2, 72);
-  e.Load(8, R3, R6, 0);
-  e.AluImm(BPF_ADD, R3, 56);
-  e.Call(BPF_FUNC_probe_read_kernel);
-  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
-  static constexpr int16_t kArgInCopy[6] = {56, 48, 40, 0, 16, 8};
-  for (int i = 0; i < 6; ++i) {
-    e.Load(8, R1, R9, static_cast<int16_t>(kScrRegs + kArgInCopy[i]));
-    e.Store(8, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i), R1);
-  }
+}
+
+void GenSysEnter(Gen& g) {
+  Emitter& e = g.e;
+  GenTraced(g);
+  e.Load(8, R2, R6, 8);
+  GenNrFilter(g);
+  GenSpec(g);
+  g.Scratch(g.exit_label);
+  e.Comment("arguments from pt_regs");
+  g.CopyRegs();
+  g.ArgsToEntry();
+  e.Comment("the enter record, written in place");
+  g.Reserve(sizeof(WireEnter), kStatLostRecords, g.exit_label);
+  e.Mov(R6, R0);
+  e.StoreImm(4, R6, 0, kRecEnter);
+  e.StoreImm(4, R6, 4, 0);
+  e.Load(4, R1, R10, kFpTgid);
+  e.Store(4, R6, 8, R1);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
+  e.Store(4, R6, 12, R1);
+  e.Store(4, R9, kScrFrag + 4, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_real_parent));
+  e.Load(4, R1, R1, static_cast<int16_t>(g.o.task_tgid));
+  e.Store(4, R6, 16, R1);
   e.Load(4, R1, R10, kFpNr);
-  e.Store(8, R9, kScrEntry + 8, R1);
+  e.Store(8, R6, 32, R1);
+  for (int i = 0; i < 6; ++i) {
+    e.Load(8, R1, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i));
+    e.Store(8, R6, static_cast<int16_t>(40 + 8 * i), R1);
+  }
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm));
+  e.Store(8, R6, 88, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
+  e.Store(8, R6, 96, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_cred));
+  e.Load(4, R1, R1, static_cast<int16_t>(g.o.cred_uid));
+  e.Store(4, R6, 20, R1);
   e.Call(BPF_FUNC_ktime_get_ns);
-  e.Store(8, R9, kScrEntry + 0, R0);
-  e.LdMap(R1, kMapEntry);
-  e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpTid);
-  e.Mov(R3, R9);
-  e.AluImm(BPF_ADD, R3, kScrEntry);
-  e.MovImm(R4, BPF_ANY);
-  e.Call(BPF_FUNC_map_update_elem);
+  e.Store(8, R6, 24, R0);
+  e.Mov(R1, R6);
+  e.MovImm(R2, BPF_RB_NO_WAKEUP);
+  e.Call(BPF_FUNC_ringbuf_submit);
   e.Comment("buffers going into the kernel");
   GenPhase(g, false);
 }
 
 void GenSysExit(Gen& g) {
   Emitter& e = g.e;
-  Label emit = e.NewLabel();
-  e.Mov(R6, R1);
-  g.Ids();
-  g.Lookup(kMapEntry, kFpTid);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  e.Mov(R8, R0);
-  g.Scratch();
-  for (int w = 0; w < kEntrySize / 8; ++w) {
-    e.Load(8, R1, R8, static_cast<int16_t>(8 * w));
-    e.Store(8, R9, static_cast<int16_t>(kScrEntry + 8 * w), R1);
-  }
-  g.Delete(kMapEntry, kFpTid);
+  Label record = e.NewLabel(), quiet = e.NewLabel();
+  GenTraced(g);
+  e.StoreImm(8, R10, kFpVal, 0);
+  e.Store(1, R10, kFpVal, R1);
+  g.Scratch(g.exit_label);
+  g.CopyRegs();
+  e.Load(1, R1, R10, kFpVal);
+  e.Load(8, R2, R9, kScrRegs + kOrigAxInCopy);
+  GenNrFilter(g);
+  GenSpec(g);
   e.Load(8, R1, R6, 8);
   e.Store(8, R9, kVRet, R1);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
+  e.Store(4, R9, kScrFrag + 4, R1);
   e.Call(BPF_FUNC_ktime_get_ns);
-  e.Store(8, R9, kScrRec + 32, R0);
-  e.Load(8, R1, R9, kScrEntry + 8);
-  e.StoreImm(8, R10, kFpNr, 0);
-  e.Store(4, R10, kFpNr, R1);
+  e.Store(8, R9, kScrEntry + 0, R0);
   e.Load(8, R1, R9, kVRet);
-  e.JmpIfImm(BPF_JSLT, R1, 0, emit);
-  g.Lookup(kMapSpec, kFpNr);
-  e.JmpIfImm(BPF_JEQ, R0, 0, emit);
-  e.Mov(R8, R0);
+  e.JmpIfImm(BPF_JSLT, R1, 0, record);
+  e.Load(4, R1, R8, 4);
+  e.JmpIfImm(BPF_JEQ, R1, 0, record);
   e.Comment("buffers coming out of the kernel");
+  g.ArgsToEntry();
   GenPhase(g, true);
-  e.Bind(emit);
-  e.Load(8, R7, R9, kScrRec + 32);
-  GenEmitSyscall(g, 0);
+  e.Bind(record);
+  e.Comment("wake the consumer when the ring fills (looked at every few calls)");
+  e.MovImm(R7, BPF_RB_NO_WAKEUP);
+  e.Load(8, R1, R9, kVCount);
+  e.AluImm(BPF_ADD, R1, 1);
+  e.Store(8, R9, kVCount, R1);
+  e.AluImm(BPF_AND, R1, kWakeCheckEvery - 1);
+  e.JmpIfImm(BPF_JNE, R1, 0, quiet);
+  e.LdMap(R1, kMapRing);
+  e.MovImm(R2, BPF_RB_AVAIL_DATA);
+  e.Call(BPF_FUNC_ringbuf_query);
+  e.LdImm64(R1, g.o.wake_bytes);
+  e.JmpIf(BPF_JLE, R0, R1, quiet);
+  e.MovImm(R7, BPF_RB_FORCE_WAKEUP);
+  e.Bind(quiet);
+  g.Reserve(sizeof(WireReturn), kStatLostRecords, g.exit_label);
+  e.StoreImm(4, R0, 0, kRecReturn);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.Store(4, R0, 4, R1);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(8, R0, 8, R1);
+  e.Load(8, R1, R9, kVRet);
+  e.Store(8, R0, 16, R1);
+  e.Load(8, R1, R9, kScrEntry + 0);
+  e.Store(8, R0, 24, R1);
+  e.Mov(R1, R0);
+  e.Mov(R2, R7);
+  e.Call(BPF_FUNC_ringbuf_submit);
 }
 
-// R1 = 1 when the current process is active-traced, else jumps out.
-void GenRequireActive(Gen& g) {
+// fp-8 = 0, fp-16 = tgid, fp-24 = tid (each in a zeroed u64 slot). R6 = ctx.
+void GenIds(Gen& g) {
   Emitter& e = g.e;
-  g.Lookup(kMapTraced, kFpTgid);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  e.Load(1, R1, R0, 0);
-  e.JmpIfImm(BPF_JNE, R1, kActive, g.exit_label);
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.StoreImm(8, R10, kFpTgid, 0);
+  e.StoreImm(8, R10, kFpNr, 0);
+  e.Store(4, R10, kFpNr, R0);
+  e.AluImm(BPF_RSH, R0, 32);
+  e.Store(4, R10, kFpTgid, R0);
 }
 
 void GenProcHeader(Gen& g, RecType type) {
@@ -439,7 +581,7 @@ void GenProcHeader(Gen& g, RecType type) {
   e.StoreImm(4, R9, kScrFrag + 0, static_cast<int32_t>(type));
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 4, R1);
-  e.Load(4, R1, R10, kFpTid);
+  e.Load(4, R1, R10, kFpNr);
   e.Store(4, R9, kScrFrag + 8, R1);
   e.StoreImm(4, R9, kScrFrag + 12, 0);
   e.StoreImm(8, R9, kScrFrag + 24, 0);
@@ -451,11 +593,13 @@ void GenProcHeader(Gen& g, RecType type) {
 // raw sched_process_fork(parent, child): a traced process's child is traced from birth.
 void GenFork(Gen& g) {
   Emitter& e = g.e;
-  Label thread = e.NewLabel();
-  e.Mov(R6, R1);
-  g.Ids();
-  GenRequireActive(g);
-  g.Scratch();
+  Label thread = e.NewLabel(), go = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  e.Jmp(g.exit_label);
+  e.Bind(go);
+  g.Scratch(g.exit_label);
   GenProcHeader(g, kRecFork);
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 12, R1);
@@ -480,7 +624,7 @@ void GenFork(Gen& g) {
   e.StoreImm(4, R9, kScrFrag + 28, 0);
   e.StoreImm(8, R10, kFpTmp, 0);
   e.Store(4, R10, kFpTmp, R2);
-  e.StoreImm(8, R10, kFpVal, kActive);
+  e.StoreImm(8, R10, kFpVal, 1);
   e.LdMap(R1, kMapTraced);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpTmp);
@@ -488,71 +632,83 @@ void GenFork(Gen& g) {
   e.AluImm(BPF_ADD, R3, kFpVal);
   e.MovImm(R4, BPF_ANY);
   e.Call(BPF_FUNC_map_update_elem);
+  e.Comment("the child is traced from birth");
+  e.Load(8, R1, R10, kFpTgid);
+  e.Store(8, R10, kFpVal, R1);
+  e.Load(8, R1, R10, kFpTmp);
+  e.Store(8, R10, kFpTgid, R1);
+  GenChangeState(g, BPF_OR, kActive);
+  e.Load(8, R1, R10, kFpVal);
+  e.Store(8, R10, kFpTgid, R1);
   e.Bind(thread);
   g.Output(kScrFrag, 32);
-  g.CountLost(0);
+  g.CountIfFailed(kStatLostRecords);
 }
 
 // sched_process_exec: a held command starts being recorded; a traced one reports its exec.
+// `parent` carries the exec's old_pid: a thread that execs takes over the leader's id.
 void GenExec(Gen& g) {
   Emitter& e = g.e;
   Label go = e.NewLabel();
-  e.Mov(R6, R1);
-  g.Ids();
-  g.Lookup(kMapTraced, kFpTgid);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  e.Load(1, R1, R0, 0);
-  e.JmpIfImm(BPF_JEQ, R1, kActive, go);
-  e.JmpIfImm(BPF_JNE, R1, kPendingExec, g.exit_label);
-  e.StoreImm(1, R0, 0, kActive);
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  GenChangeState(g, BPF_OR, kActive);
   e.Bind(go);
-  g.Scratch();
+  g.Scratch(g.exit_label);
   GenProcHeader(g, kRecExec);
-  e.Load(4, R3, R6, static_cast<int16_t>(g.o.exec_filename_off));
-  e.AluImm(BPF_AND, R3, 0xffff);
-  e.Alu(BPF_ADD, R3, R6);
+  e.Comment("raw sched_process_exec(task, old_pid, bprm)");
+  e.Load(8, R1, R6, 8);
+  e.Store(4, R9, kScrFrag + 12, R1);
+  e.Load(8, R3, R6, 16);
+  e.AluImm(BPF_ADD, R3, g.o.binprm_filename);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 32);
+  e.MovImm(R2, 8);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  e.Load(8, R3, R9, kScrFrag + 32);
   e.Mov(R1, R9);
   e.AluImm(BPF_ADD, R1, kScrFrag + 32);
   e.MovImm(R2, 256);
   e.Call(BPF_FUNC_probe_read_kernel_str);
   g.Output(kScrFrag, sizeof(WireProc));
-  g.CountLost(0);
+  g.CountIfFailed(kStatLostRecords);
 }
 
-// sched_process_exit: a call the thread never returns from, then the exit itself.
+// sched_process_exit: the thread's exit (which ends a call it never returns from), and with
+// the last thread, the process's.
 void GenExit(Gen& g) {
   Emitter& e = g.e;
-  Label proc = e.NewLabel(), keep = e.NewLabel();
-  e.Mov(R6, R1);
-  g.Ids();
-  GenRequireActive(g);
-  g.Scratch();
-  g.Lookup(kMapEntry, kFpTid);
-  e.JmpIfImm(BPF_JEQ, R0, 0, proc);
-  e.Mov(R8, R0);
-  for (int w = 0; w < kEntrySize / 8; ++w) {
-    e.Load(8, R1, R8, static_cast<int16_t>(8 * w));
-    e.Store(8, R9, static_cast<int16_t>(kScrEntry + 8 * w), R1);
-  }
-  g.Delete(kMapEntry, kFpTid);
-  e.StoreImm(8, R9, kVRet, 0);
-  e.MovImm(R7, 0);
-  GenEmitSyscall(g, kEventNoExit);
-  e.Bind(proc);
-  GenProcHeader(g, kRecExit);
+  Label keep = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  g.Scratch(g.exit_label);
+  GenProcHeader(g, kRecProcExit);
   e.Call(BPF_FUNC_get_current_task_btf);
   e.Load(4, R1, R0, static_cast<int16_t>(g.o.task_exit_code));
   e.Store(4, R9, kScrFrag + 24, R1);
-  g.Output(kScrFrag, 32);
-  g.CountLost(0);
-  if (g.o.exit_group_dead_off >= 0) {
-    e.Load(1, R1, R6, static_cast<int16_t>(g.o.exit_group_dead_off));
-    e.JmpIfImm(BPF_JEQ, R1, 0, keep);
+  if (g.o.exit_has_group_dead) {
+    e.Comment("raw sched_process_exit(task, group_dead)");
+    e.Load(8, R1, R6, 8);
+    e.AluImm(BPF_AND, R1, 0xff);
   } else {
-    e.Load(4, R1, R10, kFpTid);
-    e.Load(4, R2, R10, kFpTgid);
-    e.JmpIf(BPF_JNE, R1, R2, keep);
+    Label leader = e.NewLabel();
+    e.Load(4, R2, R10, kFpNr);
+    e.Load(4, R3, R10, kFpTgid);
+    e.MovImm(R1, 0);
+    e.JmpIf(BPF_JNE, R2, R3, leader);
+    e.MovImm(R1, 1);
+    e.Bind(leader);
   }
+  e.Store(4, R9, kScrFrag + 28, R1);
+  e.Mov(R7, R1);
+  g.Output(kScrFrag, 32);
+  g.CountIfFailed(kStatLostRecords);
+  e.JmpIfImm(BPF_JEQ, R7, 0, keep);
+  GenChangeState(g, BPF_AND, kActive | kPendingExec);
   g.Delete(kMapTraced, kFpTgid);
   e.Bind(keep);
 }
@@ -561,7 +717,7 @@ void GenExit(Gen& g) {
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
   if (o.task_comm < 0 || o.task_pid < 0 || o.task_tgid < 0 || o.task_real_parent < 0 ||
-      o.task_exit_code < 0)
+      o.task_exit_code < 0 || o.binprm_filename < 0 || o.task_cred < 0 || o.cred_uid < 0)
     return Error(Code::kUnsupported, "the eBPF recorder needs task_struct offsets from BTF");
   ProbeSet set;
   Status st;
@@ -575,8 +731,8 @@ Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
       {GenSysEnter, &set.sys_enter, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_enter"},
       {GenSysExit, &set.sys_exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exit"},
       {GenFork, &set.fork, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_fork"},
-      {GenExec, &set.exec, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_exec"},
-      {GenExit, &set.exit, BPF_PROG_TYPE_TRACEPOINT, "fay_rec_pexit"},
+      {GenExec, &set.exec, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exec"},
+      {GenExit, &set.exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_pexit"},
   };
   for (const Role& r : roles) {
     Gen g(o);

@@ -14,31 +14,58 @@ namespace fay::record::ebpf {
 
 // Map slots the programs refer to (Emitter::LdMap index).
 enum MapSlot : int {
-  kMapTraced = 0,   // HASH u32 tgid -> u8 state
-  kMapEntry = 1,    // HASH u32 tid -> EntryValue (64 bytes)
-  kMapSpec = 2,     // ARRAY nr -> SyscallSpec (200 bytes)
-  kMapScratch = 3,  // PERCPU_ARRAY, one value of kScratchSize
-  kMapRing = 4,     // RINGBUF
-  kMapStats = 5,    // PERCPU_ARRAY, one value: [u64 lost records][u64 lost fragments]
+  kMapTraced = 0,   // HASH u32 tgid -> u8 1: the processes alive, for user space to wait on
+  kMapSpec = 1,     // ARRAY nr -> SyscallSpec (200 bytes)
+  kMapScratch = 2,  // PERCPU_ARRAY, one value of kScratchSize
+  kMapRing = 3,     // RINGBUF
+  kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
+  kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
   kMapCount = 6,
 };
 
+// Per-CPU counters in kMapStats.
+enum StatSlot : int { kStatLostRecords = 0, kStatLostFragments = 1, kStatCount = 2 };
+
+// Every syscall on the machine asks whether its process is traced, so the answer is two bits
+// in a bitmap indexed by tgid: an inlined array lookup and a load, where a hash lookup would
+// cost several function calls (each expensive under the return-stack mitigations).
 enum TracedState : uint8_t { kPendingExec = 1, kActive = 2 };
+// Bytes of the state bitmap for pids below pid_max (rounded up to a power of two).
+inline uint64_t StatesBytes(uint64_t pid_limit) {
+  return pid_limit / 4;
+}
 
-enum RecType : uint32_t { kRecSyscall = 1, kRecFrag = 2, kRecFork = 3, kRecExec = 4, kRecExit = 5 };
+// A call is two records, written where the call enters and where it returns, so the probes
+// keep no per-thread state: the consumer pairs them by thread (one shared ring keeps each
+// thread's records in order). Buffers follow the record of their phase as fragments.
+enum RecType : uint32_t {
+  kRecEnter = 1,
+  kRecFrag = 2,
+  kRecFork = 3,
+  kRecExec = 4,
+  kRecProcExit = 5,
+  kRecReturn = 6,
+};
 
-// One completed (or never-returning) call.
-struct WireSyscall {
+struct WireEnter {
   uint32_t type;
-  uint32_t flags;  // kEventNoExit
+  uint32_t pad;
   uint32_t tgid, tid, ppid, uid;
-  uint64_t entry_ns, exit_ns;
+  uint64_t entry_ns;
   int64_t nr;
   uint64_t args[6];
-  int64_t ret;
   char comm[16];
 };
-static_assert(sizeof(WireSyscall) == 120);
+static_assert(sizeof(WireEnter) == 104);
+
+struct WireReturn {
+  uint32_t type;
+  uint32_t tid;
+  int64_t nr;
+  int64_t ret;
+  uint64_t exit_ns;
+};
+static_assert(sizeof(WireReturn) == 32);
 
 enum FragFlags : uint32_t { kFragExplicit = 1, kFragTruncated = 2, kFragNotCaptured = 4 };
 
@@ -47,7 +74,7 @@ enum FragFlags : uint32_t { kFragExplicit = 1, kFragTruncated = 2, kFragNotCaptu
 struct WireFragHeader {
   uint32_t type;
   uint32_t tid;
-  uint64_t seq;  // entry_ns of the call it belongs to
+  uint64_t seq;  // unused (0)
   uint8_t arg;
   uint8_t dir;  // BufferDir
   uint16_t sub;
@@ -64,32 +91,34 @@ struct WireProc {
   uint32_t type;
   uint32_t pid, tid, parent;
   uint64_t time_ns;
-  int32_t exit_code;  // kRecExit: wait status
-  uint32_t is_thread;
+  int32_t exit_code;   // kRecProcExit: wait status
+  uint32_t is_thread;  // kRecFork: a thread; kRecProcExit: the whole process ended
   char filename[256];  // kRecExec
 };
 static_assert(sizeof(WireProc) == 288);
 
 inline constexpr int kFragBytes = 4096;
-// Fragments a single buffer may take (plus a last partial one): buffers beyond about 1 MiB are
-// cut, and marked truncated.
-inline constexpr int kMaxFragments = 256;
-inline constexpr uint64_t kMaxBufferBytes = uint64_t{kMaxFragments} * kFragBytes + kFragBytes;
 
 struct ProbeOptions {
-  uint64_t max_buffer = 0;  // 0 = no cap (then kMaxBufferBytes)
+  // Bytes of one buffer captured at most (--max-buffer, bounded by the ring's size).
+  uint64_t max_buffer = 1 << 20;
+  // A return record asks the consumer to wake up when the ring holds more than this.
+  uint64_t wake_bytes = 1 << 20;
   // task_struct member offsets, from BTF.
   int task_comm = -1, task_pid = -1, task_tgid = -1, task_real_parent = -1, task_exit_code = -1;
-  // sched_process_exec: offset of the filename __data_loc; sched_process_exit: of group_dead
-  // (-1: the leader's exit ends the process).
-  int exec_filename_off = 8;
-  int exit_group_dead_off = -1;
+  int task_cred = -1, cred_uid = -1;
+  // pid_max rounded up to a power of two (at least 64): sizes the state bitmap.
+  uint64_t pid_limit = 1 << 22;
+  // linux_binprm.filename, for the exec tracepoint's path.
+  int binprm_filename = -1;
+  // The exit tracepoint says whether the process ended (group_dead); without it, the leader's
+  // exit is taken to end it.
+  bool exit_has_group_dead = false;
 };
 
 struct ProbeSet {
   bpf::ProgramSpec sys_enter, sys_exit;  // raw tracepoints
-  bpf::ProgramSpec fork;                 // raw tracepoint sched_process_fork
-  bpf::ProgramSpec exec, exit;           // tracepoints sched:sched_process_exec / exit
+  bpf::ProgramSpec fork, exec, exit;     // raw tracepoints sched_process_fork / exec / exit
 };
 
 inline constexpr int kScratchSize = 4544;

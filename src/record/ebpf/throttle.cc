@@ -1,0 +1,112 @@
+#include "record/ebpf/throttle.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace fay::record::ebpf {
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& value) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+  close(fd);
+  return ok;
+}
+
+struct Mount {
+  std::string dir, type, options;
+};
+
+std::vector<Mount> Mounts() {
+  std::vector<Mount> out;
+  std::ifstream in("/proc/self/mounts");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    Mount m;
+    std::string dev;
+    ls >> dev >> m.dir >> m.type >> m.options;
+    out.push_back(m);
+  }
+  return out;
+}
+
+// The path of `pid`'s cgroup in the v2 hierarchy ("0::/x") or in the v1 hierarchy that has
+// the freezer controller.
+std::string CgroupOf(pid_t pid, bool v2) {
+  std::ifstream in(fmt::format("/proc/{}/cgroup", pid));
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string controllers = line.substr(a + 1, b - a - 1);
+    bool match = v2 ? line.compare(0, a, "0") == 0 && controllers.empty()
+                    : ("," + controllers + ",").find(",freezer,") != std::string::npos;
+    if (match) return line.substr(b + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Throttle>> Throttle::Create(pid_t pid) {
+  std::string why = "no cgroup v2 or v1 freezer hierarchy is mounted";
+  for (const Mount& m : Mounts()) {
+    bool v2 = m.type == "cgroup2";
+    bool v1 = m.type == "cgroup" && ("," + m.options + ",").find(",freezer,") != std::string::npos;
+    if (!v2 && !v1) continue;
+    std::string home = CgroupOf(pid, v2);
+    if (home.empty()) continue;
+    std::string parent = m.dir + (home == "/" ? "" : home);
+    std::string dir = fmt::format("{}/fay-record-{}", parent, pid);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      why = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
+      continue;
+    }
+    std::string freeze = dir + (v2 ? "/cgroup.freeze" : "/freezer.state");
+    if (access(freeze.c_str(), W_OK) != 0 ||
+        !WriteFile(dir + "/cgroup.procs", std::to_string(pid))) {
+      why = fmt::format("cannot move the command into {}: {}", dir, std::strerror(errno));
+      rmdir(dir.c_str());
+      continue;
+    }
+    return std::make_unique<Throttle>(Key(), dir, freeze, v2 ? "1" : "FROZEN", v2 ? "0" : "THAWED",
+                                      parent + "/cgroup.procs");
+  }
+  return Error(Code::kUnsupported, "cannot throttle the traced program (" + why + ")");
+}
+
+void Throttle::Freeze() {
+  if (frozen_) return;
+  if (WriteFile(freeze_file_, frozen_value_)) {
+    frozen_ = true;
+    ++freezes_;
+  }
+}
+
+void Throttle::Thaw() {
+  if (!frozen_) return;
+  WriteFile(freeze_file_, thawed_value_);
+  frozen_ = false;
+}
+
+Throttle::~Throttle() {
+  frozen_ = true;  // thaw unconditionally: a failed write must not leave anything frozen
+  Thaw();
+  std::ifstream in(dir_ + "/cgroup.procs");
+  std::string pid;
+  while (std::getline(in, pid)) WriteFile(home_, pid);
+  rmdir(dir_.c_str());
+}
+
+}  // namespace fay::record::ebpf

@@ -1,0 +1,50 @@
+// --loss=block: when the ring buffer passes its high-water mark, the traced processes are
+// frozen (cgroup freezer) until the consumer has caught up. Freezing is invisible to the
+// program: no signal, no stop state its parent could see; it simply runs later. The command is
+// placed in a cgroup of its own, a child of the one it was started in, so every limit that
+// applied to it still applies.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace fay::record::ebpf {
+
+class Throttle {
+  struct Key {};
+
+ public:
+  // Moves `pid` (the held command, before it runs) into a new freezable cgroup.
+  static Expected<std::unique_ptr<Throttle>> Create(pid_t pid);
+  Throttle(Key, std::string dir, std::string freeze_file, std::string frozen, std::string thawed,
+           std::string home)
+      : dir_(std::move(dir)),
+        freeze_file_(std::move(freeze_file)),
+        frozen_value_(std::move(frozen)),
+        thawed_value_(std::move(thawed)),
+        home_(std::move(home)) {}
+  // Thaws, moves any process still inside back to where it came from, and removes the cgroup.
+  ~Throttle();
+  Throttle(const Throttle&) = delete;
+  Throttle& operator=(const Throttle&) = delete;
+
+  void Freeze();
+  void Thaw();
+  bool frozen() const { return frozen_; }
+  uint64_t freezes() const { return freezes_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::string freeze_file_;
+  std::string frozen_value_, thawed_value_;
+  std::string home_;  // cgroup.procs of the cgroup the command came from
+  bool frozen_ = false;
+  uint64_t freezes_ = 0;
+};
+
+}  // namespace fay::record::ebpf
