@@ -1,8 +1,14 @@
 """Acceptance rules shared by several workloads."""
 
+from benchlib.tools import LOST_REASON
+
+
+def _row(results, tool):
+    return next((r for r in results["tools"] if r["tool"] == tool), None)
+
 
 def _ok(results, tool):
-    t = next((r for r in results["tools"] if r["tool"] == tool), None)
+    t = _row(results, tool)
     return t["median_wall_s"] if t and t["status"] == "ok" else None
 
 
@@ -24,3 +30,54 @@ def record_rule(limit, check_size=True):
         ok = rec <= limit * st and size_ok
         return ("PASS" if ok else "FAIL"), f"{rec / st:.2f} x strace (<= {limit}){size}"
     return rule
+
+
+def ebpf_record_rule(limit=None):
+    """Issue 5: fay record (ebpf) wall <= limit x untraced (limit None: no time limit), and no
+    event lost in any run. Beside the figure: perf trace -s's and strace -f -o FILE's ratios to
+    untraced from the same run, and the recorder's cost per event."""
+    def rule(results, _all):
+        rec, base = _row(results, "fay record (ebpf)"), _row(results, "untraced")
+        if rec is None:
+            return "n/a", "fay record (ebpf) did not run (bench/run --record)"
+        if rec["status"] != "ok":
+            # A lost event fails the run (tools.fay_record_tool), so the count is in the reason.
+            m = LOST_REASON.match(rec.get("reason") or "")
+            lost = f"events lost: {m.group(1)}; " if m else ""
+            return "FAIL", f"{lost}fay record (ebpf) failed: {rec.get('reason')}"
+        lost = rec.get("metrics", {}).get("lost_events")
+        if lost is None:
+            return "FAIL", "fay info reported no lost-event count"
+        parts = [f"events lost: {lost:.0f} (fay info on every run)"]
+        captured = rec.get("metrics", {}).get("bytes_captured")
+        if captured is not None:
+            parts.append(f"{captured:,.0f} buffer bytes in the trace, none truncated")
+        ratio = None
+        if base and base["status"] == "ok":
+            ratio = rec["median_wall_s"] / base["median_wall_s"]
+            head = f"{ratio:.2f} x untraced" + (f" (<= {limit:g})" if limit is not None else "")
+            peers = []
+            for peer in ("perf trace -s", "strace -f -o FILE"):
+                p = _row(results, peer)
+                if p and p["status"] == "ok":
+                    peers.append(f"{peer} {p['median_wall_s'] / base['median_wall_s']:.2f} x")
+                elif p:
+                    peers.append(f"{peer} failed")
+            if peers:
+                head += "; " + ", ".join(peers)
+            n = rec.get("events") or results.get("events")
+            if n:
+                cost = (rec["median_wall_s"] - base["median_wall_s"]) / n * 1e9
+                head += f"; {cost:.0f} ns/event over {n:,.0f} events"
+            parts.insert(0, head)
+        elif limit is not None:
+            return "n/a", "needs untraced to have succeeded; " + parts[0]
+        ok = lost == 0 and (limit is None or ratio <= limit)
+        return ("PASS" if ok else "FAIL"), "; ".join(parts)
+    return rule
+
+
+def ebpf_acceptance(limit=None, also=""):
+    """The (label, rule) pair of issue 5 for a workload's acceptance list."""
+    bound = f"<= {limit:g} x untraced, " if limit is not None else ""
+    return f"fay record (ebpf): {bound}{also}no event lost (issue 5)", ebpf_record_rule(limit)

@@ -16,12 +16,14 @@ BPFTRACE_SYSCALL_PROBE = "tracepoint:raw_syscalls:sys_enter"
 FLOOR_TRACEPOINT = "raw_syscalls:sys_enter"
 
 
-def syscall_tools(env, argv, also, comm, total, expect, file_expect, needs=()):
+def syscall_tools(env, argv, also, comm, total, expect, file_expect, needs=(),
+                  record_captured=None):
     """argv: the workload; also: its output check; comm: what a count by comm keys it by.
 
     total: (lo, hi) of all the syscalls the workload makes (hi None: no upper bound, for a real
     application whose count only a run can tell); expect / file_expect: syscall -> (lo, hi) for
-    the per-syscall tracers, and the %file subset for strace --seccomp-bpf.
+    the per-syscall tracers, and the %file subset for strace --seccomp-bpf. record_captured:
+    the buffer bytes each fay record trace must hold at least.
     """
     lo, hi = total
     with_total = dict(expect, total=total)
@@ -38,7 +40,8 @@ def syscall_tools(env, argv, also, comm, total, expect, file_expect, needs=()):
         perf_trace_tool(env, "perf trace -s", argv, expect, also),
     ]
     # fay record rows: one per backend that `bench/run --record` names and that can record.
-    tools += [fay_record_tool(env, b, argv, also, expect=with_total) for b in env.record_backends]
+    tools += [fay_record_tool(env, b, argv, also, expect=with_total, captured=record_captured)
+              for b in env.record_backends]
     for t in tools:
         if t is not None:
             t.needs += list(needs)

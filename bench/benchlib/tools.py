@@ -123,10 +123,22 @@ def fay_tool(env, name, workload_argv, query, comm, lo, hi, member, also=None):
 
 
 _INFO_ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\w+)\s*$")
+# `fay info`'s header rows this check reads: "lost events:        3 (cpu0: 1, cpu1: 2)",
+# "bytes captured:     1.00 GiB (1073741824 B) in 262145 buffers" ("12 B in 1 buffers" below 1 KiB).
+_INFO_LOST = re.compile(r"^lost events:\s+(\d+)(.*)$", re.M)
+_INFO_TRUNCATED = re.compile(r"^truncated:\s+(\S+)", re.M)
+_INFO_CAPTURED = re.compile(r"^bytes captured:\s+(?:.*\()?(\d+) B\)? in \d+ buffers", re.M)
+_INFO_SHORT = re.compile(r"^(truncated buffers|not captured):\s+(\d+)", re.M)
+# How a run that lost events fails: the acceptance rules read the count back from the row's reason.
+LOST_REASON = re.compile(r"^the trace lost (\d+) events")
 
 
-def fay_record_tool(env, backend, workload_argv, also=None, expect=None):
+def fay_record_tool(env, backend, workload_argv, also=None, expect=None, captured=None):
     """`fay record --backend BACKEND` into a trace file (bytes of trace per event come from it).
+
+    Every run, warm-ups included, fails if `fay info` reports a lost event or a truncated trace:
+    a recorder that drops events under load would otherwise pass for a fast one. captured: the
+    buffer bytes the trace must hold at least, whole (no buffer truncated or left uncaptured).
 
     None, with the reason printed once, while that backend cannot record /bin/true: the hook is
     in every syscall workload already, so rows appear as soon as `bench/run --record` asks for a
@@ -150,6 +162,15 @@ def fay_record_tool(env, backend, workload_argv, also=None, expect=None):
         info = subprocess.run([env.fay, "info", trace], capture_output=True, text=True, timeout=120)
         if info.returncode != 0:
             return f"fay info failed on the trace: {info.stderr.strip()[-200:]}", None
+        lost = _INFO_LOST.search(info.stdout)
+        if not lost:
+            return "fay info printed no 'lost events' row", None
+        run.metrics["lost_events"] = int(lost.group(1))
+        if int(lost.group(1)):
+            return f"the trace lost {lost.group(1)} events{lost.group(2).rstrip()}", None
+        trunc = _INFO_TRUNCATED.search(info.stdout)
+        if trunc and trunc.group(1) != "no":
+            return "the trace is truncated (fay info)", None
         counts = {}
         for line in info.stdout.splitlines():
             m = _INFO_ROW.match(line)
@@ -161,6 +182,16 @@ def fay_record_tool(env, backend, workload_argv, also=None, expect=None):
             err = count_within(f"{sc} calls in the trace", got, lo, hi)
             if err:
                 return err, None
+        if captured is not None:
+            m = _INFO_CAPTURED.search(info.stdout)
+            got = int(m.group(1)) if m else None
+            run.metrics["bytes_captured"] = got
+            err = count_within("buffer bytes in the trace", got, captured, None)
+            if err:
+                return err, None
+            for what, n in _INFO_SHORT.findall(info.stdout):
+                if int(n):
+                    return f"fay info reports {what}: {n} buffers", None
         return None, None
     return Tool(f"fay record ({backend})", "fay", argv, all_of(check, also), needs=[env.fay],
                 trace_file="trace.fay")

@@ -3,7 +3,7 @@
 import shutil
 
 from benchlib.model import Workload
-from benchlib.rules import record_rule
+from benchlib.rules import ebpf_acceptance, record_rule
 from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_record_tool, fay_tool,
                             perf_trace_tool, stderr_has, strace_count_tool, strace_file_tool,
                             strace_seccomp_tool)
@@ -70,7 +70,8 @@ def workloads(env):
         ] + [fay_record_tool(env, b, loop, expect={"getppid": exact})
              for b in env.record_backends],
         acceptance=[("per-event overhead (issue 2)", overhead_rule),
-                    ("fay record vs strace -o (issue 4)", record_rule(0.9))])
+                    ("fay record vs strace -o (issue 4)", record_rule(0.9)),
+                    ebpf_acceptance(3)])
 
     m = env.scaled(1_000_000)
     # An absolute path: bpftrace -c refuses a name that matches both /bin/dd and /usr/bin/dd.
@@ -96,5 +97,6 @@ def workloads(env):
                                 dd_done),
             perf_trace_tool(env, "perf trace -s", dd, rw),
         ] + [fay_record_tool(env, b, dd, dd_done, expect=rw) for b in env.record_backends],
-        acceptance=[("fay record vs strace -o (issue 4)", record_rule(0.9))])
+        acceptance=[("fay record vs strace -o (issue 4)", record_rule(0.9)),
+                    ebpf_acceptance(3)])
     return [getppid, ddw]

@@ -2,7 +2,7 @@
 a user buffer and into a checksum (bench/workloads/src/seqread.c)."""
 
 from benchlib.model import Workload
-from benchlib.rules import record_rule
+from benchlib.rules import ebpf_acceptance, record_rule
 from benchlib.seqdata import SeqFiles, file_bytes
 from benchlib.suite import SLACK, syscall_tools
 
@@ -17,10 +17,11 @@ def workloads(env):
     tools = syscall_tools(
         env, argv, data.check, "seqread", (reads, reads + SLACK),
         expect={"read": (reads, reads)},
-        file_expect={"openat": (1, 1)})
+        file_expect={"openat": (1, 1)}, record_captured=size)
     return [Workload("W2-seqread", "W2",
                      f"sequential read of a {size / (1 << 20):,.0f} MiB cached file in 4 KiB "
                      f"blocks ({reads:,} reads), checksummed", reads, tools,
                      setup=data.setup, teardown=data.teardown,
                      acceptance=[("fay record vs strace -o, every buffer kept (issue 4)",
-                                  record_rule(1.0, check_size=False))])]
+                                  record_rule(1.0, check_size=False)),
+                                 ebpf_acceptance(2, "every byte read captured, ")])]

@@ -13,6 +13,7 @@ import os
 import shutil
 
 from benchlib.model import Workload
+from benchlib.rules import ebpf_acceptance
 from benchlib.suite import SLACK, syscall_tools
 
 ORDER = 3
@@ -49,4 +50,5 @@ def workloads(env):
         file_expect={"openat": (2 * n, 2 * n), "unlink": (n, n), "newfstatat": (n, n + 1)})
     return [Workload("W3-smallfiles", "W3",
                      f"{n:,} files: create, write 4 KiB, fsync every 100, close, stat, reopen, "
-                     f"read, unlink", calls, tools)]
+                     f"read, unlink", calls, tools,
+                     acceptance=[ebpf_acceptance(1.5)])]

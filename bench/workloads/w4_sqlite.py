@@ -5,6 +5,7 @@ import os
 import shutil
 
 from benchlib.model import Workload
+from benchlib.rules import ebpf_acceptance
 from benchlib.suite import syscall_tools
 
 ORDER = 4
@@ -79,4 +80,5 @@ def workloads(env):
         file_expect={"openat": (2 * txs, None)}, needs=[sqlite])
     return [Workload("W4-sqlite", "W4",
                      f"sqlite3 CLI: {rows:,} INSERTs in {txs} transactions into a new database, "
-                     f"then a grouped query", None, tools, setup=setup, teardown=teardown)]
+                     f"then a grouped query", None, tools, setup=setup, teardown=teardown,
+                     acceptance=[ebpf_acceptance(1.5)])]

@@ -2,6 +2,7 @@
 at once; bench/workloads/src/seqread.c with four files), every checksum verified."""
 
 from benchlib.model import Workload
+from benchlib.rules import ebpf_acceptance
 from benchlib.seqdata import SeqFiles, file_bytes
 from benchlib.suite import SLACK, syscall_tools
 
@@ -22,4 +23,6 @@ def workloads(env):
     return [Workload("W5-threads", "W5",
                      f"{THREADS} threads, each reading its own {size / (1 << 20):,.0f} MiB cached "
                      f"file in 4 KiB blocks ({reads:,} reads), checksummed", reads, tools,
-                     setup=data.setup, teardown=data.teardown)]
+                     setup=data.setup, teardown=data.teardown,
+                     # Four writers into the ring buffers at once: where a loss would show first.
+                     acceptance=[ebpf_acceptance()])]

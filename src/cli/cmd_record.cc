@@ -1,4 +1,5 @@
-// fay record [-o FILE] [--backend ptrace|ebpf] [-e SET] [--max-buffer BYTES] [-p PID | -- CMD...]
+// fay record [-o FILE] [--backend auto|ebpf|ptrace] [-e SET] [--max-buffer BYTES]
+//            [--ring-size BYTES] [--loss block|drop] [-p PID | -- CMD...]
 #include <fmt/core.h>
 
 #include "cli/commands.h"
@@ -10,6 +11,7 @@ namespace {
 struct RecordCli {
   record::RecordOptions opt;
   std::string max_buffer;
+  std::string ring_size;
 };
 
 // "4096", "64K", "1M", "1G".
@@ -42,6 +44,11 @@ int Run(RecordCli& c) {
                c.max_buffer);
     return 2;
   }
+  if (!c.ring_size.empty() && !ParseSize(c.ring_size, &c.opt.ring_size)) {
+    fmt::print(stderr, "fay: --ring-size: '{}' is not a size (examples: 8M, 64M, 1G)\n",
+               c.ring_size);
+    return 2;
+  }
   auto r = record::Record(c.opt);
   if (!r.ok()) {
     fmt::print(stderr, "fay: {}\n", r.status().message());
@@ -64,12 +71,19 @@ Runner RegisterRecord(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "record", "record every syscall of a program, buffers included, into a .fay trace");
   cmd->add_option("-o,--output", c->opt.output, "trace file (default fay-CMD-TIME.fay)");
-  cmd->add_option("--backend", c->opt.backend, "ptrace (default) or ebpf")
-      ->check(CLI::IsMember({"ptrace", "ebpf"}));
+  cmd->add_option("--backend", c->opt.backend,
+                  "auto (default: ebpf where the kernel permits it, else ptrace), ebpf or ptrace")
+      ->check(CLI::IsMember({"auto", "ptrace", "ebpf"}));
   cmd->add_option("-e", c->opt.syscall_filter,
                   "record only these syscalls, strace style: read,write or %file,%net or !%memory");
   cmd->add_option("--max-buffer", c->max_buffer,
                   "capture at most this many bytes of each buffer (default: whole buffers)");
+  cmd->add_option("--ring-size", c->ring_size,
+                  "ebpf: the ring buffer between probes and fay, a power of two (default 32M)");
+  cmd->add_option("--loss", c->opt.loss,
+                  "ebpf, when the ring fills: block (default; pause the program until fay "
+                  "catches up) or drop (count what is lost)")
+      ->check(CLI::IsMember({"block", "drop"}));
   cmd->add_option("-p,--pid", c->opt.pid, "attach to a running process and its threads")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("-q,--quiet", c->opt.quiet, "no summary on stderr");

@@ -71,7 +71,8 @@ HeldChild::~HeldChild() {
   }
 }
 
-Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv) {
+Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
+                                     const SpawnOptions& options) {
   int go[2], err[2];
   if (pipe2(go, O_CLOEXEC) < 0) return ErrnoError("pipe");
   if (pipe2(err, O_CLOEXEC) < 0) {
@@ -91,14 +92,17 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv) {
     close(err[0]);
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
-    prctl(PR_SET_PDEATHSIG, 0);
+    if (!options.die_with_parent) prctl(PR_SET_PDEATHSIG, 0);
     // fay blocks the signals it handles through a signalfd; the command must not inherit that.
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
-    execvp(args[0], args.data());
+    if (options.exe.empty())
+      execvp(args[0], args.data());
+    else
+      execv(options.exe.c_str(), args.data());
     int e = errno;
     (void)!write(err[1], &e, sizeof(e));
     _exit(127);

@@ -22,7 +22,15 @@ class HeldChild {
   HeldChild& operator=(HeldChild&&) noexcept;
   ~HeldChild();  // a child never released is killed and reaped
 
-  static Expected<HeldChild> Spawn(const std::vector<std::string>& argv);
+  struct SpawnOptions {
+    std::string exe;               // the program to exec; empty: argv[0] searched in PATH
+    bool die_with_parent = false;  // keep SIGKILL on fay's death after the exec too
+  };
+  static Expected<HeldChild> Spawn(const std::vector<std::string>& argv,
+                                   const SpawnOptions& options);
+  static Expected<HeldChild> Spawn(const std::vector<std::string>& argv) {
+    return Spawn(argv, SpawnOptions{});
+  }
   // Lets the child exec. Fails (kNotFound) when exec failed, e.g. no such program.
   Status Release();
   pid_t pid() const { return pid_; }

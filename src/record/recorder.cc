@@ -1,6 +1,7 @@
 #include "record/recorder.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,14 +61,54 @@ std::string DefaultOutputName(const RecordOptions& options) {
   return name;
 }
 
+// execvp's PATH search, done before forking so a missing command is a clear error, not a child
+// that exits 127.
+Expected<std::string> ResolveCommand(const std::string& name) {
+  auto usable = [](const std::string& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (usable(name)) return name;
+    return Error(
+        Code::kNotFound,
+        fmt::format("cannot run '{}': {}", name,
+                    access(name.c_str(), F_OK) == 0 ? "not an executable file" : "no such file"));
+  }
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
+    if (usable(cand)) return cand;
+    start = end + 1;
+  }
+  return Error(Code::kNotFound, fmt::format("cannot run '{}': command not found in PATH", name));
+}
+
 Expected<RecordResult> Record(const RecordOptions& options) {
-  if (options.backend != "ptrace" && options.backend != "ebpf")
+  if (options.backend != "auto" && options.backend != "ptrace" && options.backend != "ebpf")
     return Error(Code::kInvalidArgument,
-                 fmt::format("unknown backend '{}' (ptrace or ebpf)", options.backend));
+                 fmt::format("unknown backend '{}' (auto, ebpf or ptrace)", options.backend));
   if (options.argv.empty() == (options.pid == 0))
     return Error(Code::kInvalidArgument, "give either -p PID or a command after --");
   if (options.backend == "ebpf") return RecordWithEbpf(options);
-  return RecordWithPtrace(options);
+  if (options.backend == "ptrace" || options.pid) return RecordWithPtrace(options);
+  // auto: eBPF where the kernel allows it (what `fay doctor` checks), else ptrace. Only a
+  // refusal to load or attach the probes falls back; they come before the command runs.
+  auto r = RecordWithEbpf(options);
+  if (r.ok()) return r;
+  Code c = r.status().code();
+  if (c != Code::kPermission && c != Code::kUnsupported && c != Code::kVerifier) return r;
+  std::string why = r.status().message();
+  if (size_t nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+  fmt::print(stderr, "fay: eBPF recording is not available ({}); recording with ptrace\n", why);
+  RecordOptions fallback = options;
+  fallback.backend = "ptrace";
+  return RecordWithPtrace(fallback);
 }
 
 }  // namespace fay::record

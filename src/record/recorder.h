@@ -15,8 +15,8 @@
 namespace fay::record {
 
 struct RecordOptions {
-  std::string output;  // empty: DefaultOutputName
-  std::string backend = "ptrace";
+  std::string output;             // empty: DefaultOutputName
+  std::string backend = "auto";   // auto: ebpf where permitted, else ptrace
   std::string syscall_filter;     // -e, strace trace= syntax; empty = every syscall
   uint64_t max_buffer = 0;        // 0 = whole buffers
   pid_t pid = 0;                  // -p: attach to this process and its threads
@@ -47,6 +47,10 @@ struct RecordResult {
 // options, and the starting point (argv, environment, cwd of fay for a command; of the process
 // for -p). Clock anchors and the root pid are the backend's to fill.
 RecordingInfo BaseRecordingInfo(const RecordOptions& options, const std::string& backend);
+
+// execvp's PATH search, done before forking so a missing command is a clear error, not a child
+// that exits 127. Returns the program to exec.
+Expected<std::string> ResolveCommand(const std::string& name);
 
 // fay-<command>-<YYYYmmdd-HHMMSS>.fay in the current directory.
 std::string DefaultOutputName(const RecordOptions& options);

@@ -277,7 +277,6 @@ uint64_t FixedArgSize(ArgType type) {
 
 // fcntl's third argument is a struct flock only for the lock commands, which no per-argument spec
 // can say; this is the one rule that looks at another argument's value.
-constexpr uint64_t kFlockSize = 32;
 
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
                     uint64_t max_buffer, std::vector<CapturedBuffer>* out) {

@@ -32,6 +32,8 @@ class TraceeMemory {
 inline constexpr uint64_t kMaxCapturedString = 4096;
 // Most pointers read from a NULL-terminated pointer array (execve argv/envp).
 inline constexpr uint64_t kMaxCapturedArrayEntries = 4096;
+// sizeof(struct flock) on x86-64, for fcntl's lock commands.
+inline constexpr uint64_t kFlockSize = 32;
 // Most iovec elements followed (UIO_MAXIOV).
 inline constexpr uint64_t kMaxCapturedIovecs = 1024;
 // Even with max_buffer 0 (unlimited) no single buffer grows past this, so a bogus length in a

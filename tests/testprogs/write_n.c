@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
     (void)!write(2, usage, sizeof("usage: write_n N K   (K <= 1048576)\n") - 1);
     return 2;
   }
+  // Touch every page: a never-written page of .bss is not present, and an eBPF probe cannot
+  // fault it in (/dev/null never reads it), so its bytes would be "not captured".
+  for (long i = 0; i < k; ++i) ((volatile char*)buf)[i] = 0;
   int fd = (int)syscall(SYS_openat, AT_FDCWD, "/dev/null", O_WRONLY);
   if (fd < 0) return 1;
   int bad = 0;

@@ -13,8 +13,7 @@ bool IsMemory(ArgType t) {
 }
 
 bool Uncaptured(ArgType t) {
-  return t == ArgType::kStrArray || t == ArgType::kEnvArray || t == ArgType::kIovec ||
-         t == ArgType::kMsghdr;
+  return t == ArgType::kIovec || t == ArgType::kMsghdr;
 }
 
 // The rule for argument i captured in one direction; mirrors CaptureArg in syscall_capture.cc.
@@ -23,6 +22,10 @@ Rule RuleFor(int i, const ArgSpec& a, bool at_exit) {
   r.arg = static_cast<uint8_t>(i);
   if (a.type == ArgType::kPath || a.type == ArgType::kString) {
     r.kind = kRuleString;
+    return r;
+  }
+  if (a.type == ArgType::kStrArray || a.type == ArgType::kEnvArray) {
+    r.kind = kRuleStrArray;
     return r;
   }
   if (Uncaptured(a.type)) return Rule{};
@@ -101,12 +104,23 @@ SyscallSpec BuildSyscallSpec(int nr) {
       if (r.kind != kRuleNone) s.exit[n_exit++] = r;
     }
   }
+  if (nr == sysno::fcntl) {
+    // fcntl's third argument is a struct flock for the lock commands only.
+    Rule r;
+    r.kind = kRuleBytes;
+    r.arg = 2;
+    r.src = kSrcFixed;
+    r.fixed = static_cast<uint32_t>(kFlockSize);
+    r.flags = kRuleFcntlTakesLock;
+    s.enter[n_enter++] = r;
+    r.flags = kRuleFcntlReturnsLock;
+    s.exit[n_exit++] = r;
+  }
   s.exit_rules = static_cast<uint32_t>(n_exit);
   return s;
 }
 
 bool HasUncapturedMemory(int nr) {
-  if (nr == sysno::fcntl) return true;
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return false;
   for (int i = 0; i < sig.nargs && i < 6; ++i)

@@ -18,8 +18,9 @@ inline constexpr int kMaxNr = 512;
 
 enum RuleKind : uint8_t {
   kRuleNone = 0,
-  kRuleString = 1,  // NUL-terminated, up to 4096 bytes (PATH_MAX)
-  kRuleBytes = 2,   // a byte range whose length the rule computes
+  kRuleString = 1,    // NUL-terminated, up to 4096 bytes (PATH_MAX)
+  kRuleBytes = 2,     // a byte range whose length the rule computes
+  kRuleStrArray = 3,  // a NULL-terminated array of string pointers (argv, envp)
 };
 
 enum RuleSource : uint8_t {
@@ -33,6 +34,8 @@ enum RuleFlags : uint8_t {
   kRuleU32 = 1u << 0,        // the source is a 32-bit quantity: drop the high half
   kRuleFdSetBits = 1u << 1,  // the source counts bits: min(n, 1 << 20), rounded up to 64-bit words
   kRuleSkipZero = 1u << 2,   // a length of 0 captures nothing (no empty buffer)
+  kRuleFcntlTakesLock = 1u << 3,    // only when fcntl's command passes a struct flock
+  kRuleFcntlReturnsLock = 1u << 4,  // only when it returns one (F_GETLK, F_OFD_GETLK)
 };
 
 // 16 bytes; the probes read it field by field at these offsets.

@@ -124,6 +124,15 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       Pending& p = it->second;
       auto& bufs = p.ev.buffers;
       if (h.offset == 0) {
+        // A second reading of an inbound buffer (see the exit probe) replaces the failed one.
+        for (size_t i = 0; i < bufs.size(); ++i) {
+          if (bufs[i].arg == h.arg && bufs[i].sub == h.sub &&
+              bufs[i].dir == static_cast<BufferDir>(h.dir)) {
+            bufs.erase(bufs.begin() + static_cast<long>(i));
+            p.explicit_flags.erase(p.explicit_flags.begin() + static_cast<long>(i));
+            break;
+          }
+        }
         CapturedBuffer b;
         b.arg = h.arg;
         b.sub = h.sub;
@@ -455,11 +464,15 @@ Expected<RecordResult> EbpfRecorder::Run() {
   FAY_RETURN_IF_ERROR(Configure());
   FAY_RETURN_IF_ERROR(Load());
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
+  info.max_buffer = max_buffer_;  // the ring bounds every buffer, even without --max-buffer
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
   // Threads (writer, consumer) must not take the stop signals: blocked while they are created.
   StopSignals signals;
-  auto child = HeldChild::Spawn(opt_.argv);
+  FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
+  // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it could
+  // be left frozen (--loss=block), and would run on unrecorded.
+  auto child = HeldChild::Spawn(opt_.argv, {exe, true});
   if (!child.ok()) {
     return child.status();
   }

@@ -23,6 +23,12 @@ constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal
 constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
 constexpr int16_t kScrRegs = 208;   // pt_regs r10..orig_ax (72 bytes)
 constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312, kVCount = 320;
+// A buffer going into the kernel may sit on a page not yet faulted in (a library's string
+// constants), which a probe cannot read. The kernel faults it in when the call reads it, so
+// the exit probe reads such buffers again: the thread and the rules (bits) that failed.
+constexpr int16_t kVRetryTid = 328, kVRetryMask = 332, kVRule = 336;
+// Pointer arrays (argv, envp): the array's address, entries seen, the current entry.
+constexpr int16_t kVArrAddr = 344, kVArrCount = 352, kVPtr = 360;
 constexpr int16_t kScrFrag = 384;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
@@ -38,10 +44,13 @@ struct Gen {
   const ProbeOptions& o;
   Label exit_label;
   Label frag_cb;  // bound when a rule first needs it
+  Label array_cb;
   bool uses_frag_cb = false;
+  bool uses_array_cb = false;
   explicit Gen(const ProbeOptions& opt) : o(opt) {
     exit_label = e.NewLabel();
     frag_cb = e.NewLabel();
+    array_cb = e.NewLabel();
   }
 
   void Lookup(int map, int16_t fp_key) {
@@ -123,6 +132,13 @@ struct Gen {
       e.Store(8, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i), R1);
     }
   }
+  // Remembers that the current rule (kVRule) could not read its memory. Clobbers R1, R2.
+  void MarkRetry() {
+    e.Load(4, R1, R9, kVRetryMask);
+    e.Load(4, R2, R9, kVRule);
+    e.Alu(BPF_OR, R1, R2);
+    e.Store(4, R9, kVRetryMask, R1);
+  }
   void Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status* st);
 };
 
@@ -133,6 +149,8 @@ uint64_t Cap(const ProbeOptions& o) {
 // bpf_loop callback: emits the next fragment of the buffer described in the scratch (kVAddr,
 // kVWant, kVOff and the fragment header). A whole fragment is read straight into the ring; the
 // last, shorter one goes through the scratch. Returns 1 to stop.
+void GenString(Gen& g, Label done);
+
 void GenFragCallback(Gen& g) {
   Emitter& e = g.e;
   Label stop = e.NewLabel(), tail = e.NewLabel(), full_fail = e.NewLabel(),
@@ -194,9 +212,45 @@ void GenFragCallback(Gen& g) {
   e.Jmp(stop);
   e.Bind(tail_fail);
   e.Comment("unreadable (not present): an empty piece says where it stopped");
+  g.MarkRetry();
   e.StoreImm(4, R9, kScrFrag + 48, 0);
   g.Output(kScrFrag, 56);
   g.CountIfFailed(kStatLostFragments);
+  e.Bind(stop);
+  e.MovImm(R0, 1);
+  e.Exit();
+}
+
+// bpf_loop callback over a pointer array (kVArrAddr): entry `index` is read and its string
+// emitted as sub 1 + index. Stops at the NULL entry or an unreadable one.
+void GenArrayCallback(Gen& g) {
+  Emitter& e = g.e;
+  Label stop = e.NewLabel(), next = e.NewLabel();
+  e.BeginFunc(g.array_cb);
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  g.Scratch(stop);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kVPtr);
+  e.MovImm(R2, 8);
+  e.Load(8, R3, R9, kVArrAddr);
+  e.Mov(R4, R6);
+  e.AluImm(BPF_LSH, R4, 3);
+  e.Alu(BPF_ADD, R3, R4);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, stop);
+  e.Load(8, R3, R9, kVPtr);
+  e.JmpIfImm(BPF_JEQ, R3, 0, stop);
+  e.Mov(R1, R6);
+  e.AluImm(BPF_ADD, R1, 1);
+  e.Store(8, R9, kVArrCount, R1);
+  e.Store(2, R9, kScrFrag + 18, R1);
+  e.Store(8, R9, kScrFrag + 40, R3);
+  e.StoreImm(8, R9, kScrFrag + 32, 0);
+  GenString(g, next);
+  e.Bind(next);
+  e.MovImm(R0, 0);
+  e.Exit();
   e.Bind(stop);
   e.MovImm(R0, 1);
   e.Exit();
@@ -207,6 +261,7 @@ void Gen::Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status
   e.MovImm(R0, 0);
   e.Exit();
   if (uses_frag_cb) GenFragCallback(*this);
+  if (uses_array_cb) GenArrayCallback(*this);
   auto insns = e.Finish();
   if (!insns.ok()) {
     *st = insns.status();
@@ -221,13 +276,80 @@ void Gen::Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status
 
 // One capture rule (slot `i` of the phase at spec offset `base`). R8 = spec, R9 = scratch; the
 // fragment header's type, tid, seq and dir are already set.
-void GenRule(Gen& g, int16_t base, int i) {
+// One NUL-terminated string at R3 (up to 4096 bytes; 4098 read so "exactly 4096" and "longer"
+// differ) as one fragment; the header's arg, dir, sub and addr are set. Ends at `done`.
+void GenString(Gen& g, Label done) {
+  Emitter& e = g.e;
+  {
+    Label ok = e.NewLabel(), s1 = e.NewLabel(), s2 = e.NewLabel();
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, kScrData);
+    e.MovImm(R2, kMaxCapturedString + 2);
+    e.Call(BPF_FUNC_probe_read_user_str);
+    e.JmpIfImm(BPF_JSGT, R0, 0, ok);
+    g.MarkRetry();
+    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragNotCaptured);
+    e.StoreImm(8, R9, kScrFrag + 24, 0);
+    e.StoreImm(4, R9, kScrFrag + 48, 0);
+    g.Output(kScrFrag, 56);
+    g.CountIfFailed(kStatLostFragments);
+    e.Jmp(done);
+    e.Bind(ok);
+    e.Mov(R7, R0);
+    e.AluImm(BPF_SUB, R7, 1);
+    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit);
+    e.JmpIfImm(BPF_JLE, R7, kMaxCapturedString, s1);
+    e.MovImm(R7, kMaxCapturedString);
+    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragTruncated);
+    e.Bind(s1);
+    e.Store(8, R9, kScrFrag + 24, R7);
+    e.LdImm64(R1, Cap(g.o));
+    e.JmpIf(BPF_JLE, R7, R1, s2);
+    e.Mov(R7, R1);
+    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragTruncated);
+    e.Bind(s2);
+    e.Store(4, R9, kScrFrag + 48, R7);
+    e.Mov(R3, R7);
+    e.AluImm(BPF_ADD, R3, 56);
+    g.OutputR3(kScrFrag);
+    g.CountIfFailed(kStatLostFragments);
+  }
+  e.Jmp(done);
+}
+
+void GenRule(Gen& g, int16_t base, int i, bool retry) {
   Emitter& e = g.e;
   const int16_t rb = static_cast<int16_t>(base + 16 * i);
-  Label next = e.NewLabel(), str = e.NewLabel(), have = e.NewLabel();
-  e.Comment("capture rule " + std::to_string(i));
+  Label next = e.NewLabel(), str = e.NewLabel(), have = e.NewLabel(), have_bytes = e.NewLabel();
+  e.Comment(std::string(retry ? "again, " : "") + "capture rule " + std::to_string(i));
+  if (retry) {
+    e.Load(4, R1, R9, kVRetryMask);
+    e.JmpIfImm(BPF_JSET, R1, 1 << i, have);  // `have` is only a free label here
+    e.Jmp(next);
+    e.Bind(have);
+    have = e.NewLabel();
+  }
+  e.StoreImm(4, R9, kVRule, 1 << i);
   e.Load(1, R1, R8, rb + 0);
   e.JmpIfImm(BPF_JEQ, R1, kRuleNone, next);
+  {
+    Label any = e.NewLabel(), lock = e.NewLabel(), get = e.NewLabel();
+    e.Load(1, R2, R8, rb + 4);
+    e.JmpIfImm(BPF_JSET, R2, kRuleFcntlTakesLock, get);
+    e.JmpIfImm(BPF_JSET, R2, kRuleFcntlReturnsLock, get);
+    e.Jmp(any);
+    e.Bind(get);
+    e.Comment("fcntl: a struct flock only for the lock commands");
+    e.Load(8, R3, R9, kScrEntry + 16 + 8);
+    e.JmpIfImm(BPF_JEQ, R3, 5, lock);   // F_GETLK
+    e.JmpIfImm(BPF_JEQ, R3, 36, lock);  // F_OFD_GETLK
+    e.JmpIfImm(BPF_JSET, R2, kRuleFcntlReturnsLock, next);
+    for (int cmd : {6, 7, 37, 38})  // F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW
+      e.JmpIfImm(BPF_JEQ, R3, cmd, lock);
+    e.Jmp(next);
+    e.Bind(lock);
+    e.Bind(any);
+  }
   // addr = args[arg]
   e.Load(1, R2, R8, rb + 1);
   e.Store(1, R9, kScrFrag + 16, R2);
@@ -241,6 +363,28 @@ void GenRule(Gen& g, int16_t base, int i) {
   e.Store(8, R9, kScrFrag + 40, R3);
   e.StoreImm(8, R9, kScrFrag + 32, 0);
   e.JmpIfImm(BPF_JEQ, R1, kRuleString, str);
+  {
+    Label bytes = e.NewLabel();
+    e.JmpIfImm(BPF_JNE, R1, kRuleStrArray, bytes);
+    e.Comment("a pointer array: each string, then the array itself");
+    e.Store(8, R9, kVArrAddr, R3);
+    e.StoreImm(8, R9, kVArrCount, 0);
+    e.MovImm(R1, static_cast<int32_t>(kMaxCapturedArrayEntries));
+    e.LdFunc(R2, g.array_cb);
+    g.uses_array_cb = true;
+    e.MovImm(R3, 0);
+    e.MovImm(R4, 0);
+    e.Call(BPF_FUNC_loop);
+    e.StoreImm(2, R9, kScrFrag + 18, 0);
+    e.Load(8, R3, R9, kVArrAddr);
+    e.Store(8, R9, kVAddr, R3);
+    e.Store(8, R9, kScrFrag + 40, R3);
+    e.Load(8, R4, R9, kVArrCount);
+    e.AluImm(BPF_LSH, R4, 3);
+    e.Store(8, R9, kScrFrag + 24, R4);
+    e.Jmp(have_bytes);
+    e.Bind(bytes);
+  }
 
   // Byte range: compute its length into R4.
   Label not_fixed = e.NewLabel(), not_arg = e.NewLabel(), not_ret = e.NewLabel();
@@ -306,6 +450,7 @@ void GenRule(Gen& g, int16_t base, int i) {
     e.Bind(nonzero);
   }
   e.Store(8, R9, kScrFrag + 24, R4);
+  e.Bind(have_bytes);
   {
     Label capped = e.NewLabel();
     e.LdImm64(R1, Cap(g.o));
@@ -334,56 +479,31 @@ void GenRule(Gen& g, int16_t base, int i) {
   e.Call(BPF_FUNC_loop);
   e.Jmp(next);
 
-  // NUL-terminated string: up to 4096 bytes; 4098 read so "exactly 4096" and "longer" differ.
   e.Bind(str);
-  {
-    Label ok = e.NewLabel(), s1 = e.NewLabel(), s2 = e.NewLabel();
-    e.Mov(R1, R9);
-    e.AluImm(BPF_ADD, R1, kScrData);
-    e.MovImm(R2, kMaxCapturedString + 2);
-    e.Call(BPF_FUNC_probe_read_user_str);
-    e.JmpIfImm(BPF_JSGT, R0, 0, ok);
-    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragNotCaptured);
-    e.StoreImm(8, R9, kScrFrag + 24, 0);
-    e.StoreImm(4, R9, kScrFrag + 48, 0);
-    g.Output(kScrFrag, 56);
-    g.CountIfFailed(kStatLostFragments);
-    e.Jmp(next);
-    e.Bind(ok);
-    e.Mov(R7, R0);
-    e.AluImm(BPF_SUB, R7, 1);
-    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit);
-    e.JmpIfImm(BPF_JLE, R7, kMaxCapturedString, s1);
-    e.MovImm(R7, kMaxCapturedString);
-    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragTruncated);
-    e.Bind(s1);
-    e.Store(8, R9, kScrFrag + 24, R7);
-    e.LdImm64(R1, Cap(g.o));
-    e.JmpIf(BPF_JLE, R7, R1, s2);
-    e.Mov(R7, R1);
-    e.StoreImm(4, R9, kScrFrag + 20, kFragExplicit | kFragTruncated);
-    e.Bind(s2);
-    e.Store(4, R9, kScrFrag + 48, R7);
-    e.Mov(R3, R7);
-    e.AluImm(BPF_ADD, R3, 56);
-    g.OutputR3(kScrFrag);
-    g.CountIfFailed(kStatLostFragments);
-  }
+  GenString(g, next);
   e.Bind(next);
 }
 
+enum class Phase { kEnter, kExit, kEnterRetry };
+
 // Sets the fragment header's constant fields (the tid is already at kScrFrag + 4) and runs
 // the phase's six rules.
-void GenPhase(Gen& g, bool at_exit) {
+void GenPhase(Gen& g, Phase phase) {
   Emitter& e = g.e;
+  bool out = phase == Phase::kExit;
   e.StoreImm(4, R9, kScrFrag + 0, kRecFrag);
   e.StoreImm(8, R9, kScrFrag + 8, 0);
-  e.StoreImm(1, R9, kScrFrag + 17,
-             static_cast<int32_t>(at_exit ? BufferDir::kOut : BufferDir::kIn));
+  e.StoreImm(1, R9, kScrFrag + 17, static_cast<int32_t>(out ? BufferDir::kOut : BufferDir::kIn));
   e.StoreImm(2, R9, kScrFrag + 18, 0);
   e.StoreImm(4, R9, kScrFrag + 52, 0);
-  int16_t base = at_exit ? kSpecExitOff : kSpecEnterOff;
-  for (int i = 0; i < kRulesPerPhase; ++i) GenRule(g, base, i);
+  if (phase == Phase::kEnter) {
+    e.Load(4, R1, R9, kScrFrag + 4);
+    e.Store(4, R9, kVRetryTid, R1);
+    e.StoreImm(4, R9, kVRetryMask, 0);
+  }
+  int16_t base = out ? kSpecExitOff : kSpecEnterOff;
+  for (int i = 0; i < kRulesPerPhase; ++i) GenRule(g, base, i, phase == Phase::kEnterRetry);
+  if (phase == Phase::kEnterRetry) e.StoreImm(4, R9, kVRetryMask, 0);
 }
 
 // R0 = the address of the bitmap word holding the tgid at fp-16, R2 = the bit shift of its
@@ -505,7 +625,7 @@ void GenSysEnter(Gen& g) {
   e.MovImm(R2, BPF_RB_NO_WAKEUP);
   e.Call(BPF_FUNC_ringbuf_submit);
   e.Comment("buffers going into the kernel");
-  GenPhase(g, false);
+  GenPhase(g, Phase::kEnter);
 }
 
 void GenSysExit(Gen& g) {
@@ -518,6 +638,14 @@ void GenSysExit(Gen& g) {
   g.CopyRegs();
   e.Load(1, R1, R10, kFpVal);
   e.Load(8, R2, R9, kScrRegs + kOrigAxInCopy);
+  {
+    // rt_sigreturn restores the interrupted registers, orig_ax = -1 among them: the only call
+    // that returns with it (fay's probes never cancel a call).
+    Label real = e.NewLabel();
+    e.JmpIfImm(BPF_JNE, R2, -1, real);
+    e.MovImm(R2, sysno::rt_sigreturn);
+    e.Bind(real);
+  }
   GenNrFilter(g);
   GenSpec(g);
   e.Load(8, R1, R6, 8);
@@ -526,13 +654,25 @@ void GenSysExit(Gen& g) {
   e.Store(4, R9, kScrFrag + 4, R1);
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R9, kScrEntry + 0, R0);
+  {
+    Label no_retry = e.NewLabel();
+    e.Load(4, R1, R9, kVRetryMask);
+    e.JmpIfImm(BPF_JEQ, R1, 0, no_retry);
+    e.Load(4, R1, R9, kVRetryTid);
+    e.Load(4, R2, R9, kScrFrag + 4);
+    e.JmpIf(BPF_JNE, R1, R2, no_retry);
+    e.Comment("inbound buffers the enter probe could not read, now faulted in");
+    g.ArgsToEntry();
+    GenPhase(g, Phase::kEnterRetry);
+    e.Bind(no_retry);
+  }
   e.Load(8, R1, R9, kVRet);
   e.JmpIfImm(BPF_JSLT, R1, 0, record);
   e.Load(4, R1, R8, 4);
   e.JmpIfImm(BPF_JEQ, R1, 0, record);
   e.Comment("buffers coming out of the kernel");
   g.ArgsToEntry();
-  GenPhase(g, true);
+  GenPhase(g, Phase::kExit);
   e.Bind(record);
   e.Comment("wake the consumer when the ring fills (looked at every few calls)");
   e.MovImm(R7, BPF_RB_NO_WAKEUP);

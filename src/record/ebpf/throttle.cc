@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -61,7 +62,11 @@ std::string CgroupOf(pid_t pid, bool v2) {
 
 Expected<std::unique_ptr<Throttle>> Throttle::Create(pid_t pid) {
   std::string why = "no cgroup v2 or v1 freezer hierarchy is mounted";
-  for (const Mount& m : Mounts()) {
+  // v2 first: there SIGKILL ends a frozen process; a v1 frozen task waits to be thawed.
+  std::vector<Mount> mounts = Mounts();
+  std::stable_partition(mounts.begin(), mounts.end(),
+                        [](const Mount& m) { return m.type == "cgroup2"; });
+  for (const Mount& m : mounts) {
     bool v2 = m.type == "cgroup2";
     bool v1 = m.type == "cgroup" && ("," + m.options + ",").find(",freezer,") != std::string::npos;
     if (!v2 && !v1) continue;

@@ -63,34 +63,6 @@ struct Task {
   SyscallEvent pending;
 };
 
-// execvp's PATH search, done before forking so a missing command is a clear error, not a child
-// that exits 127.
-Expected<std::string> ResolveCommand(const std::string& name) {
-  auto usable = [](const std::string& p) {
-    struct stat st;
-    return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos) {
-    if (usable(name)) return name;
-    return Error(
-        Code::kNotFound,
-        fmt::format("cannot run '{}': {}", name,
-                    access(name.c_str(), F_OK) == 0 ? "not an executable file" : "no such file"));
-  }
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    std::string cand = (dir.empty() ? "." : dir) + "/" + name;
-    if (usable(cand)) return cand;
-    start = end + 1;
-  }
-  return Error(Code::kNotFound, fmt::format("cannot run '{}': command not found in PATH", name));
-}
-
 class PtraceRecorder {
  public:
   explicit PtraceRecorder(const RecordOptions& options) : opt_(options) {}
