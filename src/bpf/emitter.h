@@ -60,6 +60,10 @@ class Emitter {
   void AtomicAdd64(Reg base, int16_t off, Reg src) {
     Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, BPF_ADD);
   }
+  // R0 = *(u32 *)(base + off); if it was R0's old value, *(u32 *)(base + off) = src. Atomic.
+  void AtomicCmpXchg32(Reg base, int16_t off, Reg src) {
+    Raw(BPF_STX | BPF_ATOMIC | BPF_W, base, src, off, BPF_CMPXCHG);
+  }
   // *(u64 *)(base + off) op= src, atomically; op is BPF_ADD, BPF_AND, BPF_OR or BPF_XOR.
   void Atomic64(uint8_t op, Reg base, int16_t off, Reg src) {
     Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, op);

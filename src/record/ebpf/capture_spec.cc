@@ -116,6 +116,7 @@ SyscallSpec BuildSyscallSpec(int nr) {
     r.flags = kRuleFcntlReturnsLock;
     s.exit[n_exit++] = r;
   }
+  s.enter_rules = static_cast<uint8_t>(n_enter);
   s.exit_rules = static_cast<uint32_t>(n_exit);
   return s;
 }

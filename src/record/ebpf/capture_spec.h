@@ -55,8 +55,10 @@ static_assert(sizeof(Rule) == 16);
 inline constexpr int kRulesPerPhase = 6;
 
 struct SyscallSpec {
-  uint32_t record = 0;         // +0: 1 = record this syscall
-  uint32_t exit_rules = 0;     // +4: how many `exit` rules are set (0: no work at exit)
+  uint8_t record = 0;       // +0: 1 = record this syscall
+  uint8_t enter_rules = 0;  // +1: how many `enter` rules are set (0: no work at entry)
+  uint16_t pad = 0;
+  uint32_t exit_rules = 0;  // +4: how many `exit` rules are set (0: no work at exit)
   Rule enter[kRulesPerPhase];  // +8: buffers going into the kernel (BufferDir::kIn)
   Rule exit[kRulesPerPhase];   // +104: buffers coming out, only when ret >= 0 (BufferDir::kOut)
 };

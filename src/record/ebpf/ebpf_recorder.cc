@@ -94,11 +94,11 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       WireEnter w;
       std::memcpy(&w, data, sizeof w);
       Pending& p = pending_[static_cast<int32_t>(w.tid)];
-      if (p.open) {
-        ++orphans_;  // its return record was lost
-        p.ev.buffers.clear();
-        p.explicit_flags.clear();
-      }
+      if (p.open) ++orphans_;  // its return record was lost
+      // Buffers still waiting belonged to a call whose record was lost.
+      if (!p.ev.buffers.empty()) ++orphans_;
+      p.ev.buffers.clear();
+      p.explicit_flags.clear();
       p.open = true;
       SyscallEvent& ev = p.ev;
       ev.entry_ns = w.entry_ns;
@@ -119,10 +119,8 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       WireFragHeader h;
       std::memcpy(&h, data, sizeof h);
       if (sizeof h + h.len > size) return false;
-      auto it = pending_.find(static_cast<int32_t>(h.tid));
-      // A clone child's first return runs the exit-side capture of a call it never entered.
-      if (it == pending_.end() || !it->second.open) return true;
-      Pending& p = it->second;
+      // A call written as one record (kRecCall) sends its buffers ahead of it: they wait here.
+      Pending& p = pending_[static_cast<int32_t>(h.tid)];
       auto& bufs = p.ev.buffers;
       if (h.offset == 0) {
         // A second reading of an inbound buffer (see the exit probe) replaces the failed one.
@@ -150,6 +148,30 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       }
       auto& v = bufs.back().bytes;
       v.insert(v.end(), bytes + sizeof h, bytes + sizeof h + h.len);
+      return true;
+    }
+    case kRecCall: {
+      if (size < sizeof(WireCall)) return false;
+      WireCall w;
+      std::memcpy(&w, data, sizeof w);
+      Pending& p = pending_[static_cast<int32_t>(w.tid)];
+      if (p.open) {
+        ++orphans_;  // an earlier call's return record was lost
+        p.open = false;
+      }
+      SyscallEvent& ev = p.ev;
+      ev.entry_ns = w.entry_ns;
+      ev.exit_ns = w.exit_ns;
+      ev.pid = static_cast<int32_t>(w.tgid);
+      ev.tid = static_cast<int32_t>(w.tid);
+      ev.ppid = static_cast<int32_t>(w.ppid);
+      ev.uid = w.uid;
+      std::memcpy(ev.comm.data(), w.comm, 16);
+      ev.nr = static_cast<int32_t>(w.nr);
+      for (int i = 0; i < 6; ++i) ev.args[i] = w.args[i];
+      ev.ret = w.ret;
+      ev.flags = w.flags;
+      Complete(p, out);
       return true;
     }
     case kRecReturn: {
@@ -362,6 +384,8 @@ Status EbpfRecorder::Load() {
       mk(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_stats", 4, 8 * kStatCount, 1));
   FAY_RETURN_IF_ERROR(mk(kMapStates, BPF_MAP_TYPE_ARRAY, "fay_rec_states", 4,
                          static_cast<uint32_t>(StatesBytes(pid_limit_)), 1));
+  FAY_RETURN_IF_ERROR(mk(kMapSlots, BPF_MAP_TYPE_ARRAY, "fay_rec_slots", 4,
+                         static_cast<uint32_t>(kSlots * sizeof(CallSlot)), 1));
   for (int nr = 0; nr < kMaxNr; ++nr) {
     SyscallSpec s = BuildSyscallSpec(nr);
     s.record = filter_.Contains(nr) ? 1 : 0;

@@ -17,7 +17,8 @@ using bpf::Label;
 using namespace bpf;  // registers
 
 // Stack slots.
-constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48;
+constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48,
+                  kFpCtx = -56, kFpTask = -64;
 
 // Scratch value layout.
 constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
@@ -29,6 +30,7 @@ constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312, kVCount 
 constexpr int16_t kVRetryTid = 328, kVRetryMask = 332, kVRule = 336;
 // Pointer arrays (argv, envp): the array's address, entries seen, the current entry.
 constexpr int16_t kVArrAddr = 344, kVArrCount = 352, kVPtr = 360;
+constexpr int16_t kVEntryNs = 368, kVSlot = 376;  // from the thread's CallSlot; 1: slot held
 constexpr int16_t kScrFrag = 384;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
@@ -579,33 +581,102 @@ void GenSpec(Gen& g) {
   g.Lookup(kMapSpec, kFpNr);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Mov(R8, R0);
-  e.Load(4, R1, R8, 0);
+  e.Load(1, R1, R8, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+}
+
+// R0 = the address of the current thread's CallSlot (tid at kScrFrag + 4); fp-8 must hold 0.
+void GenSlot(Gen& g) {
+  Emitter& e = g.e;
+  g.Lookup(kMapSlots, kFpZero);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.AluImm(BPF_AND, R1, static_cast<int32_t>(kSlots - 1));
+  e.AluImm(BPF_LSH, R1, 4);
+  e.Alu(BPF_ADD, R0, R1);
+}
+
+// Writes the identity fields every call record starts with (type, flags, tgid, tid, ppid,
+// uid) at R6, from the task in R7.
+void GenIdentity(Gen& g, RecType type, uint32_t flags) {
+  Emitter& e = g.e;
+  e.StoreImm(4, R6, 0, static_cast<int32_t>(type));
+  e.StoreImm(4, R6, 4, static_cast<int32_t>(flags));
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_tgid));
+  e.Store(4, R6, 8, R1);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
+  e.Store(4, R6, 12, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_real_parent));
+  e.Load(4, R1, R1, static_cast<int16_t>(g.o.task_tgid));
+  e.Store(4, R6, 16, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_cred));
+  e.Load(4, R1, R1, static_cast<int16_t>(g.o.cred_uid));
+  e.Store(4, R6, 20, R1);
+}
+
+// The rest of the WireCall at R6 (identity written): times (scratch kVEntryNs, kVExitNs),
+// number (fp-24), arguments (kScrEntry), return value (kVRet), comm from R7; then submits it
+// with the wakeup flags in R8.
+void GenCallBody(Gen& g) {
+  Emitter& e = g.e;
+  e.Load(8, R1, R9, kVEntryNs);
+  e.Store(8, R6, 24, R1);
+  e.Load(8, R1, R9, kScrEntry + 0);
+  e.Store(8, R6, 32, R1);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(8, R6, 40, R1);
+  for (int i = 0; i < 6; ++i) {
+    e.Load(8, R1, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i));
+    e.Store(8, R6, static_cast<int16_t>(48 + 8 * i), R1);
+  }
+  e.Load(8, R1, R9, kVRet);
+  e.Store(8, R6, 96, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm));
+  e.Store(8, R6, 104, R1);
+  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
+  e.Store(8, R6, 112, R1);
+  e.Mov(R1, R6);
+  e.Mov(R2, R8);
+  e.Call(BPF_FUNC_ringbuf_submit);
 }
 
 void GenSysEnter(Gen& g) {
   Emitter& e = g.e;
+  Label two = e.NewLabel(), buffers = e.NewLabel();
   GenTraced(g);
   e.Load(8, R2, R6, 8);
   GenNrFilter(g);
   GenSpec(g);
   g.Scratch(g.exit_label);
-  e.Comment("arguments from pt_regs");
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
+  e.Store(4, R9, kScrFrag + 4, R1);
+  e.Load(4, R2, R10, kFpNr);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execve, two);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execveat, two);
+  e.Comment("claim the thread's slot: number and entry time wait there for the exit probe");
+  GenSlot(g);
+  e.Mov(R6, R0);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.MovImm(R0, 0);
+  e.AtomicCmpXchg32(R6, 0, R1);
+  e.JmpIfImm(BPF_JNE, R0, 0, two);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(4, R6, 4, R1);
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R6, 8, R0);
+  e.Load(1, R1, R8, 1);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.CopyRegs();
   g.ArgsToEntry();
-  e.Comment("the enter record, written in place");
+  e.Jmp(buffers);
+
+  e.Bind(two);
+  e.Comment("an enter record, written in place");
+  g.CopyRegs();
+  g.ArgsToEntry();
   g.Reserve(sizeof(WireEnter), kStatLostRecords, g.exit_label);
   e.Mov(R6, R0);
-  e.StoreImm(4, R6, 0, kRecEnter);
-  e.StoreImm(4, R6, 4, 0);
-  e.Load(4, R1, R10, kFpTgid);
-  e.Store(4, R6, 8, R1);
-  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
-  e.Store(4, R6, 12, R1);
-  e.Store(4, R9, kScrFrag + 4, R1);
-  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_real_parent));
-  e.Load(4, R1, R1, static_cast<int16_t>(g.o.task_tgid));
-  e.Store(4, R6, 16, R1);
+  GenIdentity(g, kRecEnter, 0);
   e.Load(4, R1, R10, kFpNr);
   e.Store(8, R6, 32, R1);
   for (int i = 0; i < 6; ++i) {
@@ -616,27 +687,41 @@ void GenSysEnter(Gen& g) {
   e.Store(8, R6, 88, R1);
   e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
   e.Store(8, R6, 96, R1);
-  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_cred));
-  e.Load(4, R1, R1, static_cast<int16_t>(g.o.cred_uid));
-  e.Store(4, R6, 20, R1);
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R6, 24, R0);
   e.Mov(R1, R6);
   e.MovImm(R2, BPF_RB_NO_WAKEUP);
   e.Call(BPF_FUNC_ringbuf_submit);
+  e.Bind(buffers);
   e.Comment("buffers going into the kernel");
   GenPhase(g, Phase::kEnter);
 }
 
 void GenSysExit(Gen& g) {
   Emitter& e = g.e;
-  Label record = e.NewLabel(), quiet = e.NewLabel();
+  Label record = e.NewLabel(), quiet = e.NewLabel(), have_nr = e.NewLabel(),
+        two = e.NewLabel();
   GenTraced(g);
   e.StoreImm(8, R10, kFpVal, 0);
   e.Store(1, R10, kFpVal, R1);
+  e.Store(8, R10, kFpTask, R7);  // the capture rules use R7
   g.Scratch(g.exit_label);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
+  e.Store(4, R9, kScrFrag + 4, R1);
   g.CopyRegs();
-  e.Load(1, R1, R10, kFpVal);
+  e.Comment("the thread's slot: a call its enter probe left there");
+  GenSlot(g);
+  e.Load(4, R1, R0, 0);
+  e.Load(4, R2, R9, kScrFrag + 4);
+  e.StoreImm(8, R9, kVSlot, 0);
+  e.JmpIf(BPF_JNE, R1, R2, two);
+  e.StoreImm(8, R9, kVSlot, 1);
+  e.Load(8, R1, R0, 8);
+  e.Store(8, R9, kVEntryNs, R1);
+  e.Load(4, R2, R0, 4);
+  e.StoreImm(4, R0, 0, 0);
+  e.Jmp(have_nr);
+  e.Bind(two);
   e.Load(8, R2, R9, kScrRegs + kOrigAxInCopy);
   {
     // rt_sigreturn restores the interrupted registers, orig_ax = -1 among them: the only call
@@ -646,14 +731,15 @@ void GenSysExit(Gen& g) {
     e.MovImm(R2, sysno::rt_sigreturn);
     e.Bind(real);
   }
+  e.Bind(have_nr);
+  e.Load(1, R1, R10, kFpVal);
   GenNrFilter(g);
   GenSpec(g);
   e.Load(8, R1, R6, 8);
   e.Store(8, R9, kVRet, R1);
-  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
-  e.Store(4, R9, kScrFrag + 4, R1);
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R9, kScrEntry + 0, R0);
+  g.ArgsToEntry();
   {
     Label no_retry = e.NewLabel();
     e.Load(4, R1, R9, kVRetryMask);
@@ -662,7 +748,6 @@ void GenSysExit(Gen& g) {
     e.Load(4, R2, R9, kScrFrag + 4);
     e.JmpIf(BPF_JNE, R1, R2, no_retry);
     e.Comment("inbound buffers the enter probe could not read, now faulted in");
-    g.ArgsToEntry();
     GenPhase(g, Phase::kEnterRetry);
     e.Bind(no_retry);
   }
@@ -671,11 +756,10 @@ void GenSysExit(Gen& g) {
   e.Load(4, R1, R8, 4);
   e.JmpIfImm(BPF_JEQ, R1, 0, record);
   e.Comment("buffers coming out of the kernel");
-  g.ArgsToEntry();
   GenPhase(g, Phase::kExit);
   e.Bind(record);
   e.Comment("wake the consumer when the ring fills (looked at every few calls)");
-  e.MovImm(R7, BPF_RB_NO_WAKEUP);
+  e.MovImm(R8, BPF_RB_NO_WAKEUP);
   e.Load(8, R1, R9, kVCount);
   e.AluImm(BPF_ADD, R1, 1);
   e.Store(8, R9, kVCount, R1);
@@ -686,8 +770,21 @@ void GenSysExit(Gen& g) {
   e.Call(BPF_FUNC_ringbuf_query);
   e.LdImm64(R1, g.o.wake_bytes);
   e.JmpIf(BPF_JLE, R0, R1, quiet);
-  e.MovImm(R7, BPF_RB_FORCE_WAKEUP);
+  e.MovImm(R8, BPF_RB_FORCE_WAKEUP);
   e.Bind(quiet);
+  {
+    Label ret_only = e.NewLabel();
+    e.Load(8, R1, R9, kVSlot);
+    e.JmpIfImm(BPF_JEQ, R1, 0, ret_only);
+    e.Comment("the whole call in one record");
+    g.Reserve(sizeof(WireCall), kStatLostRecords, g.exit_label);
+    e.Mov(R6, R0);
+    e.Load(8, R7, R10, kFpTask);
+    GenIdentity(g, kRecCall, 0);
+    GenCallBody(g);
+    e.Jmp(g.exit_label);
+    e.Bind(ret_only);
+  }
   g.Reserve(sizeof(WireReturn), kStatLostRecords, g.exit_label);
   e.StoreImm(4, R0, 0, kRecReturn);
   e.Load(4, R1, R9, kScrFrag + 4);
@@ -699,7 +796,7 @@ void GenSysExit(Gen& g) {
   e.Load(8, R1, R9, kScrEntry + 0);
   e.Store(8, R0, 24, R1);
   e.Mov(R1, R0);
-  e.Mov(R2, R7);
+  e.Mov(R2, R8);
   e.Call(BPF_FUNC_ringbuf_submit);
 }
 
@@ -826,9 +923,43 @@ void GenExit(Gen& g) {
   GenLoadState(g);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.Scratch(g.exit_label);
-  GenProcHeader(g, kRecProcExit);
   e.Call(BPF_FUNC_get_current_task_btf);
-  e.Load(4, R1, R0, static_cast<int16_t>(g.o.task_exit_code));
+  e.Mov(R7, R0);
+  {
+    Label no_call = e.NewLabel(), lost = e.NewLabel();
+    e.Comment("a call the thread never returns from (exit, exit_group) waits in its slot");
+    e.Load(4, R1, R10, kFpNr);
+    e.Store(4, R9, kScrFrag + 4, R1);
+    GenSlot(g);
+    e.Load(4, R1, R0, 0);
+    e.Load(4, R2, R9, kScrFrag + 4);
+    e.JmpIf(BPF_JNE, R1, R2, no_call);
+    e.Load(8, R1, R0, 8);
+    e.Store(8, R9, kVEntryNs, R1);
+    e.Load(4, R2, R0, 4);
+    e.StoreImm(4, R0, 0, 0);
+    e.Store(8, R10, kFpCtx, R6);
+    e.Load(8, R1, R10, kFpNr);
+    e.Store(8, R10, kFpTmp, R1);
+    e.StoreImm(8, R10, kFpNr, 0);
+    e.Store(4, R10, kFpNr, R2);
+    g.CopyRegs();
+    g.ArgsToEntry();
+    e.StoreImm(8, R9, kVRet, 0);
+    e.StoreImm(8, R9, kScrEntry + 0, 0);
+    g.Reserve(sizeof(WireCall), kStatLostRecords, lost);
+    e.Mov(R6, R0);
+    GenIdentity(g, kRecCall, kEventNoExit);
+    e.MovImm(R8, BPF_RB_NO_WAKEUP);
+    GenCallBody(g);
+    e.Bind(lost);
+    e.Load(8, R6, R10, kFpCtx);
+    e.Load(8, R1, R10, kFpTmp);
+    e.Store(8, R10, kFpNr, R1);
+    e.Bind(no_call);
+  }
+  GenProcHeader(g, kRecProcExit);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_exit_code));
   e.Store(4, R9, kScrFrag + 24, R1);
   if (g.o.exit_has_group_dead) {
     e.Comment("raw sched_process_exit(task, group_dead)");

@@ -20,7 +20,8 @@ enum MapSlot : int {
   kMapRing = 3,     // RINGBUF
   kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
   kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
-  kMapCount = 6,
+  kMapSlots = 6,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
+  kMapCount = 7,
 };
 
 // Per-CPU counters in kMapStats.
@@ -45,7 +46,34 @@ enum RecType : uint32_t {
   kRecExec = 4,
   kRecProcExit = 5,
   kRecReturn = 6,
+  kRecCall = 7,  // a whole call in one record (see CallSlot)
 };
+
+// Most calls are written as one record, at exit: the enter probe claims the thread's slot
+// (compare-and-swap of tid on 0) and leaves the call's number and entry time there; the exit
+// probe finds them, reads the arguments again from the user registers, and frees the slot.
+// A thread whose slot another thread holds, and execve (whose registers the new program
+// replaces), fall back to an enter record and a return record.
+struct CallSlot {
+  uint32_t tid;
+  uint32_t nr;
+  uint64_t entry_ns;
+};
+static_assert(sizeof(CallSlot) == 16);
+inline constexpr uint32_t kSlots = 1 << 16;
+
+// kRecCall: a call entered and returned (or never returning: kEventNoExit).
+struct WireCall {
+  uint32_t type;
+  uint32_t flags;
+  uint32_t tgid, tid, ppid, uid;
+  uint64_t entry_ns, exit_ns;
+  int64_t nr;
+  uint64_t args[6];
+  int64_t ret;
+  char comm[16];
+};
+static_assert(sizeof(WireCall) == 120);
 
 struct WireEnter {
   uint32_t type;
