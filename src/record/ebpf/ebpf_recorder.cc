@@ -489,9 +489,8 @@ void EbpfRecorder::Govern() {
 }
 
 Expected<RecordResult> EbpfRecorder::Run() {
-  if (opt_.pid)
-    return Error(Code::kUnsupported,
-                 "fay record --backend ebpf -p is not available yet; use --backend ptrace");
+  if (opt_.pid && kill(opt_.pid, 0) != 0 && errno == ESRCH)
+    return Error(Code::kNotFound, fmt::format("no process {}", opt_.pid));
   FAY_RETURN_IF_ERROR(Configure());
   FAY_RETURN_IF_ERROR(Load());
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
@@ -500,23 +499,27 @@ Expected<RecordResult> EbpfRecorder::Run() {
 
   // Threads (writer, consumer) must not take the stop signals: blocked while they are created.
   StopSignals signals;
-  FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
-  // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it could
-  // be left frozen (--loss=block), and would run on unrecorded.
-  auto child = HeldChild::Spawn(opt_.argv, {exe, true});
-  if (!child.ok()) {
-    return child.status();
+  std::optional<HeldChild> child;
+  pid_t root = opt_.pid;
+  if (!opt_.pid) {
+    FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
+    // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it
+    // could be left frozen (--loss=block), and would run on unrecorded.
+    auto spawned = HeldChild::Spawn(opt_.argv, {exe, true});
+    if (!spawned.ok()) return spawned.status();
+    child = std::move(spawned).value();
+    root = child->pid();
   }
-  info.root_pid = child->pid();
+  info.root_pid = root;
   if (block_) {
-    auto throttle = Throttle::Create(child->pid());
+    auto throttle = Throttle::Create(root);
     if (!throttle.ok())
       return Error(Code::kUnsupported,
                    throttle.status().message() +
                        "; hint: --loss=drop records without throttling, counting what it loses");
     throttle_ = std::move(throttle).value();
   }
-  uint32_t key = static_cast<uint32_t>(child->pid());
+  uint32_t key = static_cast<uint32_t>(root);
   uint8_t alive = 1;
   if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) {
     return st;
@@ -524,7 +527,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
   {
     std::vector<uint64_t> states(StatesBytes(pid_limit_) / 8);
     uint64_t pid = key & (pid_limit_ - 1);
-    states[pid >> 5] |= uint64_t{kPendingExec} << ((pid & 31) * 2);
+    // A command is held before its exec: only the exec is recorded until it runs.
+    uint64_t state = opt_.pid ? kActive : kPendingExec;
+    states[pid >> 5] |= state << ((pid & 31) * 2);
     uint32_t zero = 0;
     if (Status st = maps_[kMapStates]->Update(&zero, states.data()); !st.ok()) return st;
   }
@@ -555,20 +560,21 @@ Expected<RecordResult> EbpfRecorder::Run() {
   signals.Handle(OnStopSignal);
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);
-  Status released = child->Release();
+  Status released = child ? child->Release() : Status::Ok();
   int status = 0;
   bool exited = false;
   if (released.ok()) {
     result_.processes = 1;
     result_.threads = 1;
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child->pid(), 0));
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, root, 0));
     while (!exited && !g_stop_signal) {
       pollfd p{pidfd, POLLIN, 0};
       if (pidfd >= 0)
         poll(&p, 1, 100);
       else
         usleep(1000);
-      exited = child->TryWait(&status);
+      // A -p process is not fay's child: its end is when its pidfd turns readable.
+      exited = child ? child->TryWait(&status) : (pidfd < 0 || (p.revents & POLLIN));
     }
     if (pidfd >= 0) close(pidfd);
     // Descendants that outlive the command are recorded until they end too.
@@ -619,7 +625,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     unlink(result_.path.c_str());
     return released;
   }
-  if (!exited) {
+  if (!exited && child) {
     // Stopped by a signal: the command runs on; its status is still ours to report.
     while (!child->TryWait(&status)) usleep(1000);
   }

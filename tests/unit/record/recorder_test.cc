@@ -54,13 +54,25 @@ TEST(DefaultOutputName, AttachUsesThePid) {
       << DefaultOutputName(o);
 }
 
-TEST(Record, EbpfBackendCannotAttachToAPidYet) {
+// Freezing needs the process in a cgroup of fay's making; a -p process is not moved.
+TEST(Record, EbpfBackendDoesNotThrottleAPid) {
   RecordOptions o;
   o.backend = "ebpf";
+  o.loss = "block";
   o.pid = getpid();
   auto r = Record(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnsupported) << r.status().message();
+}
+
+TEST(Record, EbpfBackendRejectsARingThatIsNotAPowerOfTwo) {
+  RecordOptions o;
+  o.backend = "ebpf";
+  o.ring_size = 3 << 20;
+  o.argv = {"/bin/true"};
+  auto r = Record(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().message();
 }
 
 TEST(Record, NeedsExactlyOneOfPidAndCommand) {
