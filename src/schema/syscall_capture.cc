@@ -114,7 +114,8 @@ struct Capturer {
       uint64_t base_addr = iov[2 * i], len = iov[2 * i + 1];
       uint64_t n = std::min(len, left);
       if (limit >= 0 && n == 0) break;
-      if (base_addr == 0 && n > 0) continue;
+      // A NULL base has nothing to copy; without a buffer it prints as NULL, as strace does.
+      if (base_addr == 0) continue;
       Bytes(arg, base + 1 + static_cast<int>(i), dir, base_addr, n);
       left -= n;
     }

@@ -13,7 +13,7 @@ bool IsMemory(ArgType t) {
 }
 
 bool Uncaptured(ArgType t) {
-  return t == ArgType::kIovec || t == ArgType::kMsghdr;
+  return t == ArgType::kMsghdr;
 }
 
 // The rule for argument i captured in one direction; mirrors CaptureArg in syscall_capture.cc.
@@ -26,6 +26,14 @@ Rule RuleFor(int i, const ArgSpec& a, bool at_exit) {
   }
   if (a.type == ArgType::kStrArray || a.type == ArgType::kEnvArray) {
     r.kind = kRuleStrArray;
+    return r;
+  }
+  if (a.type == ArgType::kIovec) {
+    if (a.len_arg < 0) return Rule{};
+    r.kind = kRuleIovec;
+    r.len_arg = static_cast<uint8_t>(a.len_arg);
+    // What comes out (readv) is as long as the return value says, spread over the elements.
+    r.src = at_exit ? kSrcRet : kSrcFixed;
     return r;
   }
   if (Uncaptured(a.type)) return Rule{};

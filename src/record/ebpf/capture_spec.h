@@ -21,6 +21,7 @@ enum RuleKind : uint8_t {
   kRuleString = 1,    // NUL-terminated, up to 4096 bytes (PATH_MAX)
   kRuleBytes = 2,     // a byte range whose length the rule computes
   kRuleStrArray = 3,  // a NULL-terminated array of string pointers (argv, envp)
+  kRuleIovec = 4,     // an iovec array of args[len_arg] entries, then each element's bytes
 };
 
 enum RuleSource : uint8_t {
@@ -58,7 +59,7 @@ struct SyscallSpec {
   uint8_t record = 0;       // +0: 1 = record this syscall
   uint8_t enter_rules = 0;  // +1: how many `enter` rules are set (0: no work at entry)
   uint16_t pad = 0;
-  uint32_t exit_rules = 0;  // +4: how many `exit` rules are set (0: no work at exit)
+  uint32_t exit_rules = 0;     // +4: how many `exit` rules are set (0: no work at exit)
   Rule enter[kRulesPerPhase];  // +8: buffers going into the kernel (BufferDir::kIn)
   Rule exit[kRulesPerPhase];   // +104: buffers coming out, only when ret >= 0 (BufferDir::kOut)
 };

@@ -31,7 +31,9 @@ constexpr int16_t kVRetryTid = 328, kVRetryMask = 332, kVRule = 336;
 // Pointer arrays (argv, envp): the array's address, entries seen, the current entry.
 constexpr int16_t kVArrAddr = 344, kVArrCount = 352, kVPtr = 360;
 constexpr int16_t kVEntryNs = 368, kVSlot = 376;  // from the thread's CallSlot; 1: slot held
-constexpr int16_t kScrFrag = 384;  // WireFragHeader + data; also WireProc
+// iovec arrays: whether the return value limits the elements, the bytes it leaves, one iovec.
+constexpr int16_t kVLimit = 384, kVLeft = 392, kVIov = 408;
+constexpr int16_t kScrFrag = 448;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
 static_assert(kScrFrag + 288 <= kScratchSize);
@@ -47,12 +49,15 @@ struct Gen {
   Label exit_label;
   Label frag_cb;  // bound when a rule first needs it
   Label array_cb;
+  Label iovec_cb;
   bool uses_frag_cb = false;
   bool uses_array_cb = false;
+  bool uses_iovec_cb = false;
   explicit Gen(const ProbeOptions& opt) : o(opt) {
     exit_label = e.NewLabel();
     frag_cb = e.NewLabel();
     array_cb = e.NewLabel();
+    iovec_cb = e.NewLabel();
   }
 
   void Lookup(int map, int16_t fp_key) {
@@ -152,6 +157,7 @@ uint64_t Cap(const ProbeOptions& o) {
 // kVWant, kVOff and the fragment header). A whole fragment is read straight into the ring; the
 // last, shorter one goes through the scratch. Returns 1 to stop.
 void GenString(Gen& g, Label done);
+void GenIovecCallback(Gen& g);
 
 void GenFragCallback(Gen& g) {
   Emitter& e = g.e;
@@ -258,12 +264,88 @@ void GenArrayCallback(Gen& g) {
   e.Exit();
 }
 
+// bpf_loop callback over an iovec array (kVArrAddr): element `index` (sub 1 + index) is captured
+// through the fragment callback, as much of it as the return value leaves when kVLimit is set.
+void GenIovecCallback(Gen& g) {
+  Emitter& e = g.e;
+  Label stop = e.NewLabel(), skip = e.NewLabel(), unlimited = e.NewLabel(), some = e.NewLabel(),
+        fits = e.NewLabel();
+  e.BeginFunc(g.iovec_cb);
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  g.Scratch(stop);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kVIov);
+  e.MovImm(R2, 16);
+  e.Load(8, R3, R9, kVArrAddr);
+  e.Mov(R4, R6);
+  e.AluImm(BPF_LSH, R4, 4);
+  e.Alu(BPF_ADD, R3, R4);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, stop);
+  e.Load(8, R4, R9, kVIov + 8);  // iov_len
+  e.Load(8, R1, R9, kVLimit);
+  e.JmpIfImm(BPF_JEQ, R1, 0, unlimited);
+  e.Load(8, R1, R9, kVLeft);
+  e.JmpIf(BPF_JLE, R4, R1, fits);
+  e.Mov(R4, R1);
+  e.Bind(fits);
+  e.JmpIfImm(BPF_JEQ, R4, 0, stop);
+  e.Bind(unlimited);
+  e.Load(8, R3, R9, kVIov);  // iov_base
+  e.JmpIfImm(BPF_JEQ, R3, 0, skip);
+  {
+    Label no_limit = e.NewLabel();
+    e.Load(8, R1, R9, kVLimit);
+    e.JmpIfImm(BPF_JEQ, R1, 0, no_limit);
+    e.Load(8, R1, R9, kVLeft);
+    e.Alu(BPF_SUB, R1, R4);
+    e.Store(8, R9, kVLeft, R1);
+    e.Bind(no_limit);
+  }
+  e.Mov(R1, R6);
+  e.AluImm(BPF_ADD, R1, 1);
+  e.Store(2, R9, kScrFrag + 18, R1);
+  e.Store(8, R9, kScrFrag + 40, R3);
+  e.Store(8, R9, kVAddr, R3);
+  e.Store(8, R9, kScrFrag + 24, R4);
+  e.StoreImm(4, R9, kScrFrag + 20, 0);
+  {
+    Label capped = e.NewLabel();
+    e.LdImm64(R1, Cap(g.o));
+    e.JmpIf(BPF_JLE, R4, R1, capped);
+    e.Mov(R4, R1);
+    e.Bind(capped);
+  }
+  e.Store(8, R9, kVWant, R4);
+  e.StoreImm(8, R9, kVOff, 0);
+  e.Mov(R1, R4);
+  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
+  e.AluImm(BPF_RSH, R1, 12);
+  e.JmpIfImm(BPF_JNE, R1, 0, some);
+  e.MovImm(R1, 1);
+  e.Bind(some);
+  e.LdFunc(R2, g.frag_cb);
+  g.uses_frag_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
+  e.Bind(skip);
+  e.MovImm(R0, 0);
+  e.Exit();
+  e.Bind(stop);
+  e.MovImm(R0, 1);
+  e.Exit();
+}
+
 void Gen::Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status* st) {
   e.Bind(exit_label);
   e.MovImm(R0, 0);
   e.Exit();
-  if (uses_frag_cb) GenFragCallback(*this);
+  // Callbacks that use the fragment callback come first, so it is known to be needed.
   if (uses_array_cb) GenArrayCallback(*this);
+  if (uses_iovec_cb) GenIovecCallback(*this);
+  if (uses_frag_cb) GenFragCallback(*this);
   auto insns = e.Finish();
   if (!insns.ok()) {
     *st = insns.status();
@@ -383,6 +465,46 @@ void GenRule(Gen& g, int16_t base, int i, bool retry) {
     e.Store(8, R9, kScrFrag + 40, R3);
     e.Load(8, R4, R9, kVArrCount);
     e.AluImm(BPF_LSH, R4, 3);
+    e.Store(8, R9, kScrFrag + 24, R4);
+    e.Jmp(have_bytes);
+    e.Bind(bytes);
+  }
+  {
+    Label bytes = e.NewLabel(), few = e.NewLabel(), unlimited = e.NewLabel(),
+          limited = e.NewLabel();
+    e.JmpIfImm(BPF_JNE, R1, kRuleIovec, bytes);
+    e.Comment("an iovec array: each element's bytes, then the array itself");
+    e.Store(8, R9, kVArrAddr, R3);
+    e.Load(1, R1, R8, rb + 3);
+    e.AluImm(BPF_AND, R1, 7);
+    e.AluImm(BPF_LSH, R1, 3);
+    e.Mov(R2, R9);
+    e.Alu(BPF_ADD, R2, R1);
+    e.Load(8, R1, R2, kScrEntry + 16);
+    e.JmpIfImm(BPF_JLE, R1, static_cast<int32_t>(kMaxCapturedIovecs), few);
+    e.MovImm(R1, static_cast<int32_t>(kMaxCapturedIovecs));
+    e.Bind(few);
+    e.Store(8, R9, kVArrCount, R1);
+    e.StoreImm(8, R9, kVLimit, 0);
+    e.Load(1, R2, R8, rb + 2);
+    e.JmpIfImm(BPF_JNE, R2, kSrcRet, unlimited);
+    e.StoreImm(8, R9, kVLimit, 1);
+    e.Load(8, R2, R9, kVRet);
+    e.Store(8, R9, kVLeft, R2);
+    e.Jmp(limited);
+    e.Bind(unlimited);
+    e.Bind(limited);
+    e.LdFunc(R2, g.iovec_cb);
+    g.uses_iovec_cb = true;
+    e.MovImm(R3, 0);
+    e.MovImm(R4, 0);
+    e.Call(BPF_FUNC_loop);
+    e.StoreImm(2, R9, kScrFrag + 18, 0);
+    e.Load(8, R3, R9, kVArrAddr);
+    e.Store(8, R9, kVAddr, R3);
+    e.Store(8, R9, kScrFrag + 40, R3);
+    e.Load(8, R4, R9, kVArrCount);
+    e.AluImm(BPF_LSH, R4, 4);
     e.Store(8, R9, kScrFrag + 24, R4);
     e.Jmp(have_bytes);
     e.Bind(bytes);
@@ -699,8 +821,7 @@ void GenSysEnter(Gen& g) {
 
 void GenSysExit(Gen& g) {
   Emitter& e = g.e;
-  Label record = e.NewLabel(), quiet = e.NewLabel(), have_nr = e.NewLabel(),
-        two = e.NewLabel();
+  Label record = e.NewLabel(), quiet = e.NewLabel(), have_nr = e.NewLabel(), two = e.NewLabel();
   GenTraced(g);
   e.StoreImm(8, R10, kFpVal, 0);
   e.Store(1, R10, kFpVal, R1);

@@ -109,17 +109,38 @@ TEST(EbpfCaptureSpec, PollfdArrayIsCountTimesEight) {
   EXPECT_EQ(len, 24u);
 }
 
-TEST(EbpfCaptureSpec, PointerArraysIovecsAndMsghdrAreTheDocumentedGap) {
-  EXPECT_TRUE(HasUncapturedMemory(SyscallNumber("execve")));
-  EXPECT_TRUE(HasUncapturedMemory(SyscallNumber("writev")));
+TEST(EbpfCaptureSpec, MsghdrIsTheDocumentedGap) {
   EXPECT_TRUE(HasUncapturedMemory(SyscallNumber("recvmsg")));
-  EXPECT_TRUE(HasUncapturedMemory(SyscallNumber("fcntl")));
+  EXPECT_TRUE(HasUncapturedMemory(SyscallNumber("sendmsg")));
+  EXPECT_FALSE(HasUncapturedMemory(SyscallNumber("execve")));
+  EXPECT_FALSE(HasUncapturedMemory(SyscallNumber("writev")));
+  EXPECT_FALSE(HasUncapturedMemory(SyscallNumber("fcntl")));
   EXPECT_FALSE(HasUncapturedMemory(SyscallNumber("read")));
-  EXPECT_FALSE(HasUncapturedMemory(SyscallNumber("openat")));
-  // execve still captures its path.
+}
+
+TEST(EbpfCaptureSpec, PointerArraysIovecsAndLocksHaveTheirRules) {
   SyscallSpec e = Spec("execve");
   EXPECT_EQ(e.enter[0].kind, kRuleString);
-  EXPECT_EQ(e.enter[1].kind, kRuleNone);
+  EXPECT_EQ(e.enter[1].kind, kRuleStrArray);
+  EXPECT_EQ(e.enter[1].arg, 1);
+  EXPECT_EQ(e.enter[2].kind, kRuleStrArray);
+  EXPECT_EQ(e.enter[2].arg, 2);
+  EXPECT_EQ(e.enter_rules, 3);
+
+  SyscallSpec w = Spec("writev");
+  EXPECT_EQ(w.enter[0].kind, kRuleIovec);
+  EXPECT_EQ(w.enter[0].len_arg, 2);
+  EXPECT_EQ(w.enter[0].src, kSrcFixed);  // every byte of every element goes in
+  SyscallSpec r = Spec("readv");
+  EXPECT_EQ(r.exit[0].kind, kRuleIovec);
+  EXPECT_EQ(r.exit[0].src, kSrcRet);  // what came out is as long as the return value
+  EXPECT_EQ(r.exit_rules, 1u);
+
+  SyscallSpec f = Spec("fcntl");
+  EXPECT_EQ(f.enter[0].kind, kRuleBytes);
+  EXPECT_EQ(f.enter[0].fixed, 32u);
+  EXPECT_EQ(f.enter[0].flags, kRuleFcntlTakesLock);
+  EXPECT_EQ(f.exit[0].flags, kRuleFcntlReturnsLock);
 }
 
 TEST(EbpfCaptureSpec, UndecodedSyscallsCaptureNothing) {
