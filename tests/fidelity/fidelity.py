@@ -794,6 +794,8 @@ def main():
         return selftest()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fay", required=True)
+    ap.add_argument("--backend", default="ptrace", choices=["ptrace", "ebpf"],
+                    help="fay record's backend (default ptrace)")
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     opts = ap.parse_args()
@@ -819,7 +821,7 @@ def main():
         # 2. fay, from a fresh copy of the same starting tree at the same path.
         work, argv, stdin_path, env = prepare(scratch, opts.scenario)
         trace = os.path.join(scratch, "trace.fay")
-        fay_cmd = [opts.fay, "record", "-q", "-o", trace, "--"]
+        fay_cmd = [opts.fay, "record", "-q", "--backend", opts.backend, "-o", trace, "--"]
         f_rc, f_time = run(NO_ASLR + fay_cmd + argv, work, env, stdin_path,
                            os.path.join(scratch, "fay"))
         f_stdout = open(os.path.join(scratch, "fay.stdout"), "rb").read()
