@@ -33,6 +33,8 @@ constexpr int16_t kVArrAddr = 344, kVArrCount = 352, kVPtr = 360;
 constexpr int16_t kVEntryNs = 368, kVSlot = 376;  // from the thread's CallSlot; 1: slot held
 // iovec arrays: whether the return value limits the elements, the bytes it leaves, one iovec.
 constexpr int16_t kVLimit = 384, kVLeft = 392, kVIov = 408;
+// The rule callback's phase (0 enter, 1 exit) and whether it only re-reads failed rules.
+constexpr int16_t kVPhase = 400, kVRetryOnly = 424;
 constexpr int16_t kScrFrag = 448;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
@@ -50,6 +52,8 @@ struct Gen {
   Label frag_cb;  // bound when a rule first needs it
   Label array_cb;
   Label iovec_cb;
+  Label rule_cb;
+  bool uses_rule_cb = false;
   bool uses_frag_cb = false;
   bool uses_array_cb = false;
   bool uses_iovec_cb = false;
@@ -58,6 +62,7 @@ struct Gen {
     frag_cb = e.NewLabel();
     array_cb = e.NewLabel();
     iovec_cb = e.NewLabel();
+    rule_cb = e.NewLabel();
   }
 
   void Lookup(int map, int16_t fp_key) {
@@ -158,6 +163,7 @@ uint64_t Cap(const ProbeOptions& o) {
 // last, shorter one goes through the scratch. Returns 1 to stop.
 void GenString(Gen& g, Label done);
 void GenIovecCallback(Gen& g);
+void GenRuleCallback(Gen& g);
 
 void GenFragCallback(Gen& g) {
   Emitter& e = g.e;
@@ -342,7 +348,8 @@ void Gen::Finish(ProgramSpec* spec, bpf_prog_type type, const char* name, Status
   e.Bind(exit_label);
   e.MovImm(R0, 0);
   e.Exit();
-  // Callbacks that use the fragment callback come first, so it is known to be needed.
+  // Callbacks that use others come first, so those are known to be needed.
+  if (uses_rule_cb) GenRuleCallback(*this);
   if (uses_array_cb) GenArrayCallback(*this);
   if (uses_iovec_cb) GenIovecCallback(*this);
   if (uses_frag_cb) GenFragCallback(*this);
@@ -401,19 +408,12 @@ void GenString(Gen& g, Label done) {
   e.Jmp(done);
 }
 
-void GenRule(Gen& g, int16_t base, int i, bool retry) {
+// The body of the rule callback: one capture rule at R8 (its 16 bytes), R9 = scratch. Ends at
+// `next`.
+void GenRule(Gen& g, Label next) {
   Emitter& e = g.e;
-  const int16_t rb = static_cast<int16_t>(base + 16 * i);
-  Label next = e.NewLabel(), str = e.NewLabel(), have = e.NewLabel(), have_bytes = e.NewLabel();
-  e.Comment(std::string(retry ? "again, " : "") + "capture rule " + std::to_string(i));
-  if (retry) {
-    e.Load(4, R1, R9, kVRetryMask);
-    e.JmpIfImm(BPF_JSET, R1, 1 << i, have);  // `have` is only a free label here
-    e.Jmp(next);
-    e.Bind(have);
-    have = e.NewLabel();
-  }
-  e.StoreImm(4, R9, kVRule, 1 << i);
+  const int16_t rb = 0;
+  Label str = e.NewLabel(), have = e.NewLabel(), have_bytes = e.NewLabel();
   e.Load(1, R1, R8, rb + 0);
   e.JmpIfImm(BPF_JEQ, R1, kRuleNone, next);
   {
@@ -605,7 +605,49 @@ void GenRule(Gen& g, int16_t base, int i, bool retry) {
 
   e.Bind(str);
   GenString(g, next);
+}
+
+// bpf_loop callback, once per rule slot (index 0..5) of the phase in kVPhase (0: enter, 1: exit),
+// so the verifier checks one copy of the rule code instead of six per phase. With
+// kVRetryOnly, only the slots whose bit is in kVRetryMask run.
+void GenRuleCallback(Gen& g) {
+  Emitter& e = g.e;
+  Label next = e.NewLabel(), stop = e.NewLabel(), go = e.NewLabel();
+  e.BeginFunc(g.rule_cb);
+  e.Mov(R6, R1);
+  e.JmpIfImm(BPF_JGE, R6, kRulesPerPhase, stop);
+  g.ZeroKey();
+  g.Scratch(stop);
+  e.StoreImm(8, R10, kFpTgid, 0);
+  e.Load(4, R1, R9, kScrEntry + 8);
+  e.Store(4, R10, kFpTgid, R1);
+  g.Lookup(kMapSpec, kFpTgid);
+  e.JmpIfImm(BPF_JEQ, R0, 0, stop);
+  e.Mov(R8, R0);
+  e.Load(8, R1, R9, kVPhase);
+  e.AluImm(BPF_AND, R1, 1);
+  e.AluImm(BPF_MUL, R1, kSpecExitOff - kSpecEnterOff);
+  e.AluImm(BPF_ADD, R1, kSpecEnterOff);
+  e.Alu(BPF_ADD, R8, R1);
+  e.Mov(R1, R6);
+  e.AluImm(BPF_LSH, R1, 4);
+  e.Alu(BPF_ADD, R8, R1);
+  e.MovImm(R2, 1);
+  e.Alu(BPF_LSH, R2, R6);
+  e.Store(4, R9, kVRule, R2);
+  e.Load(8, R1, R9, kVRetryOnly);
+  e.JmpIfImm(BPF_JEQ, R1, 0, go);
+  e.Load(4, R1, R9, kVRetryMask);
+  e.Alu(BPF_AND, R1, R2);
+  e.JmpIfImm(BPF_JEQ, R1, 0, next);
+  e.Bind(go);
+  GenRule(g, next);
   e.Bind(next);
+  e.MovImm(R0, 0);
+  e.Exit();
+  e.Bind(stop);
+  e.MovImm(R0, 1);
+  e.Exit();
 }
 
 enum class Phase { kEnter, kExit, kEnterRetry };
@@ -625,8 +667,16 @@ void GenPhase(Gen& g, Phase phase) {
     e.Store(4, R9, kVRetryTid, R1);
     e.StoreImm(4, R9, kVRetryMask, 0);
   }
-  int16_t base = out ? kSpecExitOff : kSpecEnterOff;
-  for (int i = 0; i < kRulesPerPhase; ++i) GenRule(g, base, i, phase == Phase::kEnterRetry);
+  e.StoreImm(8, R9, kVPhase, out ? 1 : 0);
+  e.StoreImm(8, R9, kVRetryOnly, phase == Phase::kEnterRetry ? 1 : 0);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(8, R9, kScrEntry + 8, R1);
+  e.MovImm(R1, kRulesPerPhase);
+  e.LdFunc(R2, g.rule_cb);
+  g.uses_rule_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
   if (phase == Phase::kEnterRetry) e.StoreImm(4, R9, kVRetryMask, 0);
 }
 
