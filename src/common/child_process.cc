@@ -1,5 +1,8 @@
 #include "common/child_process.h"
 
+#include <linux/sched.h>
+#include <sys/syscall.h>
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -83,8 +86,22 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return ErrnoError("fork");
+  pid_t pid = -1;
+  if (options.cgroup_fd >= 0) {
+    clone_args ca{};
+    ca.flags = CLONE_INTO_CGROUP;
+    ca.exit_signal = SIGCHLD;
+    ca.cgroup = static_cast<uint64_t>(options.cgroup_fd);
+    pid = static_cast<pid_t>(syscall(SYS_clone3, &ca, sizeof ca));
+  } else {
+    pid = fork();
+  }
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {go[0], go[1], err[0], err[1]}) close(fd);
+    errno = e;
+    return ErrnoError(options.cgroup_fd >= 0 ? "clone3 into the recording's cgroup" : "fork");
+  }
   if (pid == 0) {
     // If fay dies before releasing us, die too rather than run untraced.
     prctl(PR_SET_PDEATHSIG, SIGKILL);

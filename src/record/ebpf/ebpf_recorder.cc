@@ -501,24 +501,26 @@ Expected<RecordResult> EbpfRecorder::Run() {
   StopSignals signals;
   std::optional<HeldChild> child;
   pid_t root = opt_.pid;
-  if (!opt_.pid) {
-    FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
-    // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it
-    // could be left frozen (--loss=block), and would run on unrecorded.
-    auto spawned = HeldChild::Spawn(opt_.argv, {exe, true});
-    if (!spawned.ok()) return spawned.status();
-    child = std::move(spawned).value();
-    root = child->pid();
-  }
-  info.root_pid = root;
   if (block_) {
-    auto throttle = Throttle::Create(root);
+    auto throttle = Throttle::Create();
     if (!throttle.ok())
       return Error(Code::kUnsupported,
                    throttle.status().message() +
                        "; hint: --loss=drop records without throttling, counting what it loses");
     throttle_ = std::move(throttle).value();
   }
+  if (!opt_.pid) {
+    FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
+    // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it
+    // could be left frozen (--loss=block), and would run on unrecorded.
+    HeldChild::SpawnOptions so{exe, true, throttle_ ? throttle_->cgroup_fd() : -1};
+    auto spawned = HeldChild::Spawn(opt_.argv, so);
+    if (!spawned.ok()) return spawned.status();
+    child = std::move(spawned).value();
+    root = child->pid();
+    if (throttle_) FAY_RETURN_IF_ERROR(throttle_->Adopt(root));
+  }
+  info.root_pid = root;
   uint32_t key = static_cast<uint32_t>(root);
   uint8_t alive = 1;
   if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) {

@@ -1,6 +1,8 @@
 #include "record/ebpf/throttle.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,9 +60,24 @@ std::string CgroupOf(pid_t pid, bool v2) {
   return "";
 }
 
+// A fay killed with SIGKILL leaves its (empty) cgroup behind; the next one removes those whose
+// fay is gone. rmdir refuses a cgroup that still has processes.
+void RemoveStale(const std::string& parent) {
+  DIR* d = opendir(parent.c_str());
+  if (!d) return;
+  while (dirent* ent = readdir(d)) {
+    int pid = 0;
+    if (sscanf(ent->d_name, "fay-record-%d", &pid) != 1 || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    rmdir((parent + "/" + ent->d_name).c_str());
+  }
+  closedir(d);
+}
+
 }  // namespace
 
-Expected<std::unique_ptr<Throttle>> Throttle::Create(pid_t pid) {
+Expected<std::unique_ptr<Throttle>> Throttle::Create() {
+  const pid_t self = getpid();
   std::string why = "no cgroup v2 or v1 freezer hierarchy is mounted";
   // v2 first: there SIGKILL ends a frozen process; a v1 frozen task waits to be thawed.
   std::vector<Mount> mounts = Mounts();
@@ -70,25 +87,40 @@ Expected<std::unique_ptr<Throttle>> Throttle::Create(pid_t pid) {
     bool v2 = m.type == "cgroup2";
     bool v1 = m.type == "cgroup" && ("," + m.options + ",").find(",freezer,") != std::string::npos;
     if (!v2 && !v1) continue;
-    std::string home = CgroupOf(pid, v2);
+    std::string home = CgroupOf(self, v2);
     if (home.empty()) continue;
     std::string parent = m.dir + (home == "/" ? "" : home);
-    std::string dir = fmt::format("{}/fay-record-{}", parent, pid);
+    RemoveStale(parent);
+    std::string dir = fmt::format("{}/fay-record-{}", parent, self);
     if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
       why = fmt::format("cannot create {}: {}", dir, std::strerror(errno));
       continue;
     }
     std::string freeze = dir + (v2 ? "/cgroup.freeze" : "/freezer.state");
-    if (access(freeze.c_str(), W_OK) != 0 ||
-        !WriteFile(dir + "/cgroup.procs", std::to_string(pid))) {
-      why = fmt::format("cannot move the command into {}: {}", dir, std::strerror(errno));
+    if (access(freeze.c_str(), W_OK) != 0) {
+      why = fmt::format("{} is not writable: {}", freeze, std::strerror(errno));
       rmdir(dir.c_str());
       continue;
     }
-    return std::make_unique<Throttle>(Key(), dir, freeze, v2 ? "1" : "FROZEN", v2 ? "0" : "THAWED",
-                                      parent + "/cgroup.procs");
+    auto t = std::make_unique<Throttle>(Key(), dir, freeze, v2 ? "1" : "FROZEN",
+                                        v2 ? "0" : "THAWED", parent + "/cgroup.procs");
+    if (v2) t->fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return t;
   }
   return Error(Code::kUnsupported, "cannot throttle the traced program (" + why + ")");
+}
+
+Status Throttle::Adopt(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/cgroup", pid));
+  std::string line, want = dir_.substr(dir_.rfind('/'));
+  while (std::getline(in, line))
+    if (line.size() >= want.size() &&
+        line.compare(line.size() - want.size(), want.size(), want) == 0)
+      return Status::Ok();  // started inside
+  if (!WriteFile(dir_ + "/cgroup.procs", std::to_string(pid)))
+    return Error(Code::kUnsupported,
+                 fmt::format("cannot move the command into {}: {}", dir_, std::strerror(errno)));
+  return Status::Ok();
 }
 
 void Throttle::Freeze() {
@@ -111,6 +143,7 @@ Throttle::~Throttle() {
   std::ifstream in(dir_ + "/cgroup.procs");
   std::string pid;
   while (std::getline(in, pid)) WriteFile(home_, pid);
+  if (fd_ >= 0) close(fd_);
   rmdir(dir_.c_str());
 }
 

@@ -18,8 +18,12 @@ class Throttle {
   struct Key {};
 
  public:
-  // Moves `pid` (the held command, before it runs) into a new freezable cgroup.
-  static Expected<std::unique_ptr<Throttle>> Create(pid_t pid);
+  // Makes a freezable cgroup under fay's own (named for fay's pid). On cgroup v2 the command
+  // is started inside it (cgroup_fd); otherwise Adopt moves it in.
+  static Expected<std::unique_ptr<Throttle>> Create();
+  int cgroup_fd() const { return fd_; }
+  // Puts the held command (before it runs) in the cgroup, unless it was started there.
+  Status Adopt(pid_t pid);
   Throttle(Key, std::string dir, std::string freeze_file, std::string frozen, std::string thawed,
            std::string home)
       : dir_(std::move(dir)),
@@ -43,6 +47,7 @@ class Throttle {
   std::string freeze_file_;
   std::string frozen_value_, thawed_value_;
   std::string home_;  // cgroup.procs of the cgroup the command came from
+  int fd_ = -1;       // the cgroup directory (v2 only)
   bool frozen_ = false;
   uint64_t freezes_ = 0;
 };
