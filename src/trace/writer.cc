@@ -197,9 +197,10 @@ void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
 void Writer::FlushBlobs() {
   if (pending_blobs_.empty() || thread_failed_) return;
   BlobChunkIndex idx;
-  Status st = WriteChunk(ChunkType::kBlobs, Codec::kZstd, blobs_raw_,
-                         static_cast<uint32_t>(pending_blobs_.size()), &idx.offset, &idx.seq,
-                         &idx.stored_length);
+  Codec codec = compressor_.Worthwhile(blobs_raw_) ? Codec::kZstd : Codec::kNone;
+  Status st =
+      WriteChunk(ChunkType::kBlobs, codec, blobs_raw_, static_cast<uint32_t>(pending_blobs_.size()),
+                 &idx.offset, &idx.seq, &idx.stored_length);
   if (!st.ok()) return Fail(st);
   idx.raw_length = static_cast<uint32_t>(blobs_raw_.size());
   idx.blobs = std::move(pending_blobs_);

@@ -5,10 +5,20 @@
 namespace fay::trace {
 
 Status Compressor::Compress(const Bytes& raw, Bytes* out) {
+  return Compress(raw.data(), raw.size(), out);
+}
+
+bool Compressor::Worthwhile(const Bytes& raw) {
+  constexpr size_t kSample = 64 << 10;
+  if (raw.size() <= kSample) return true;
+  if (!Compress(raw.data(), kSample, &sample_).ok()) return true;
+  return sample_.size() * 10 < kSample * 9;
+}
+
+Status Compressor::Compress(const uint8_t* data, size_t size, Bytes* out) {
   if (!ctx_) return Error(Code::kInternal, "zstd: cannot create a compression context");
-  out->resize(ZSTD_compressBound(raw.size()));
-  size_t n =
-      ZSTD_compressCCtx(ctx_.get(), out->data(), out->size(), raw.data(), raw.size(), level_);
+  out->resize(ZSTD_compressBound(size));
+  size_t n = ZSTD_compressCCtx(ctx_.get(), out->data(), out->size(), data, size, level_);
   if (ZSTD_isError(n)) return Error(Code::kInternal, fmt::format("zstd: {}", ZSTD_getErrorName(n)));
   out->resize(n);
   return Status::Ok();

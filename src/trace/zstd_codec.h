@@ -14,6 +14,10 @@ class Compressor {
  public:
   explicit Compressor(int level) : ctx_(ZSTD_createCCtx()), level_(level) {}
   Status Compress(const Bytes& raw, Bytes* out);
+  Status Compress(const uint8_t* data, size_t n, Bytes* out);
+  // Whether zstd gains at least a tenth on a sample of `raw` (its first 64 KiB). Captured data
+  // that is already compressed or random would cost a full compression pass for nothing.
+  bool Worthwhile(const Bytes& raw);
 
  private:
   struct Free {
@@ -21,6 +25,7 @@ class Compressor {
   };
   std::unique_ptr<ZSTD_CCtx, Free> ctx_;
   int level_;
+  Bytes sample_;
 };
 
 class Decompressor {

@@ -163,10 +163,9 @@ class Trace:
         self.threads = {}  # name -> list of normalised lines
         self.order = []  # thread names in order of first appearance
         self.counts = {}  # syscall name -> count
-        self.raw = {}  # name -> list of raw lines (for the report)
-        names = {recorder_pid: "R"}  # fay is the parent of the root: getppid there returns it
-        children = {}
-        execs = 0
+        root = None
+        children = {}  # tid -> the tids its clone/fork calls returned, in its own order
+        root_execs = 0
         parsed = []
         for lineno, raw in enumerate(text.splitlines(), 1):
             m = LINE_RE.match(raw)
@@ -174,11 +173,7 @@ class Trace:
                 self.problems.append(f"{source}:{lineno}: unparsed line: {raw[:200]}")
                 continue
             tid, body = int(m.group(1)), DURATION_RE.sub("", m.group(2))
-            if tid not in names:
-                # The first thread is the root; any other thread must have been announced by a
-                # clone in its parent first. One that was not is named by appearance, and shows
-                # up as a difference.
-                names[tid] = "0" if len(names) == 1 else f"?{len(names) - 1}"
+            root = tid if root is None else root
             name = NAME_RE.match(body)
             call = name.group(1) if name else None
             eq = return_split(body) if call else -1
@@ -187,25 +182,38 @@ class Trace:
                 eq = return_split(body)
                 ret = body[eq + 3:].split(" ", 1)[0]
                 if call in CREATORS and ret.isdigit() and int(ret) > 0:
-                    k = children.get(tid, 0) + 1
-                    children[tid] = k
-                    names.setdefault(int(ret), f"{names[tid]}.{k}")
-                if call == "execve" and ret == "0" and names[tid] == "0":
-                    execs += 1
-                # Counted from the workload's own execve on: setarch's start-up is not in the
-                # expected counts.
-                if execs >= 2:
+                    children.setdefault(tid, []).append(int(ret))
+                if tid == root and call == "execve" and ret == "0":
+                    root_execs += 1
+                # Counted from the workload's own execve on (the root's second): setarch's
+                # start-up is not in the expected counts.
+                if tid != root or root_execs >= 2:
                     self.counts[call] = self.counts.get(call, 0) + 1
-            parsed.append((tid, call, body, raw))
-        for tid, call, body, raw in parsed:
+            parsed.append((tid, call, body))
+        # Names come from the tree, not from the order of lines: a trace lists a call when it
+        # returns, so a child's first call can come before the parent's clone.
+        names = {recorder_pid: "R"}  # fay is the parent of the root: getppid there returns it
+        todo = [root] if root is not None else []
+        if todo:
+            names[root] = "0"
+        while todo:
+            tid = todo.pop(0)
+            for k, child in enumerate(children.get(tid, []), 1):
+                if child not in names:
+                    names[child] = f"{names[tid]}.{k}"
+                    todo.append(child)
+        for tid, call, body in parsed:
+            if tid not in names:
+                # A thread that no clone in the trace created: named by appearance, and shows
+                # up as a difference.
+                names[tid] = f"?{len(names)}"
+        for tid, call, body in parsed:
             body = self.normalise(call, body, names)
             t = names[tid]
             if t not in self.threads:
                 self.threads[t] = []
-                self.raw[t] = []
                 self.order.append(t)
             self.threads[t].append(body)
-            self.raw[t].append(raw)
 
     @staticmethod
     def normalise(call, body, names):
@@ -360,6 +368,8 @@ def selftest():
     # another interleaving of the two processes: all the same to the comparison.
     lines = SELFTEST_DUMP.format(p0=12000, p1=12001, r=11999, rnd="\\xff\\xfe").splitlines()
     lines.insert(4, lines.pop(6).replace("<0.000002>", "<0.000123>"))
+    # A trace lists a call when it returns: the child's first call can precede the clone.
+    lines.insert(3, lines.pop(5))
     b = Trace("\n".join(lines) + "\n", 11999, "b")
     problems = []
     if a.problems or b.problems:

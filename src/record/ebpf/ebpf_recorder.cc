@@ -180,8 +180,13 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       std::memcpy(&w, data, sizeof w);
       auto it = pending_.find(static_cast<int32_t>(w.tid));
       if (it == pending_.end() || !it->second.open || it->second.ev.nr != w.nr) {
-        // A new thread or process returning from the clone that made it entered nothing.
+        // A new thread or process returning from the clone that made it entered nothing; what
+        // its exit probe captured (clone's out pointers) belongs to no call of its own.
         if (!IsCloneFamily(w.nr)) ++orphans_;
+        if (it != pending_.end() && !it->second.open) {
+          it->second.ev.buffers.clear();
+          it->second.explicit_flags.clear();
+        }
         return true;
       }
       it->second.ev.ret = w.ret;

@@ -162,6 +162,7 @@ uint64_t Cap(const ProbeOptions& o) {
 // kVWant, kVOff and the fragment header). A whole fragment is read straight into the ring; the
 // last, shorter one goes through the scratch. Returns 1 to stop.
 void GenString(Gen& g, Label done);
+void GenShortBuffer(Gen& g, Label done);
 void GenIovecCallback(Gen& g);
 void GenRuleCallback(Gen& g);
 
@@ -233,6 +234,35 @@ void GenFragCallback(Gen& g) {
   e.Bind(stop);
   e.MovImm(R0, 1);
   e.Exit();
+}
+
+// A buffer shorter than one fragment (length R4 < kFragBytes; address kVAddr; header set), read
+// through the scratch and output in place: most buffers are, and a bpf_loop round costs more
+// than the copy. Ends at `done`.
+void GenShortBuffer(Gen& g, Label done) {
+  Emitter& e = g.e;
+  Label fail = e.NewLabel();
+  e.JmpIfImm(BPF_JGE, R4, kFragBytes, done);  // for the verifier: the caller checked
+  e.Mov(R7, R4);
+  e.StoreImm(8, R9, kScrFrag + 32, 0);
+  e.Store(4, R9, kScrFrag + 48, R7);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrData);
+  e.Mov(R2, R7);
+  e.Load(8, R3, R9, kVAddr);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, fail);
+  e.Mov(R3, R7);
+  e.AluImm(BPF_ADD, R3, 56);
+  g.OutputR3(kScrFrag);
+  g.CountIfFailed(kStatLostFragments);
+  e.Jmp(done);
+  e.Bind(fail);
+  g.MarkRetry();
+  e.StoreImm(4, R9, kScrFrag + 48, 0);
+  g.Output(kScrFrag, 56);
+  g.CountIfFailed(kStatLostFragments);
+  e.Jmp(done);
 }
 
 // bpf_loop callback over a pointer array (kVArrAddr): entry `index` is read and its string
@@ -325,6 +355,12 @@ void GenIovecCallback(Gen& g) {
   }
   e.Store(8, R9, kVWant, R4);
   e.StoreImm(8, R9, kVOff, 0);
+  {
+    Label long_element = e.NewLabel();
+    e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_element);
+    GenShortBuffer(g, skip);
+    e.Bind(long_element);
+  }
   e.Mov(R1, R4);
   e.AluImm(BPF_ADD, R1, kFragBytes - 1);
   e.AluImm(BPF_RSH, R1, 12);
@@ -585,7 +621,13 @@ void GenRule(Gen& g, Label next) {
   e.Store(8, R9, kVWant, R4);
   e.StoreImm(8, R9, kVOff, 0);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
-  e.Comment("one fragment per loop turn: ceil(length / kFragBytes), at least one");
+  {
+    Label long_buffer = e.NewLabel();
+    e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_buffer);
+    GenShortBuffer(g, next);
+    e.Bind(long_buffer);
+  }
+  e.Comment("one fragment per loop turn: ceil(length / kFragBytes)");
   e.Mov(R1, R4);
   e.AluImm(BPF_ADD, R1, kFragBytes - 1);
   e.AluImm(BPF_RSH, R1, 12);
@@ -671,7 +713,13 @@ void GenPhase(Gen& g, Phase phase) {
   e.StoreImm(8, R9, kVRetryOnly, phase == Phase::kEnterRetry ? 1 : 0);
   e.Load(4, R1, R10, kFpNr);
   e.Store(8, R9, kScrEntry + 8, R1);
-  e.MovImm(R1, kRulesPerPhase);
+  // Rules are packed from slot 0: loop over the ones set.
+  if (phase == Phase::kEnter)
+    e.Load(1, R1, R8, 1);
+  else if (phase == Phase::kExit)
+    e.Load(4, R1, R8, 4);
+  else
+    e.MovImm(R1, kRulesPerPhase);
   e.LdFunc(R2, g.rule_cb);
   g.uses_rule_cb = true;
   e.MovImm(R3, 0);

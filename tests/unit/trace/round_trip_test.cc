@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <chrono>
 #include <thread>
 
@@ -52,7 +54,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 0);
+  EXPECT_EQ(r->version_minor(), 1);  // minor 1: the loss record names its CPU
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
@@ -294,6 +296,46 @@ TEST(WriterTest, LossRecordsAreCounted) {
   ASSERT_TRUE(r->ForEach({}).ok());
   EXPECT_EQ(r->stats().lost_events, 7u);
   EXPECT_EQ(r->stats().syscall_events, 1u);
+}
+
+TEST(WriterTest, LossRecordsKeepTheirCpu) {
+  ScratchDir dir;
+  std::string path = dir.File("loss-cpu.fay");
+  auto w = Writer::Create(path, SampleInfo());
+  ASSERT_TRUE(w.ok());
+  (*w)->AppendLoss(5, 3, 0);
+  (*w)->AppendLoss(6, 4, 1);
+  (*w)->AppendLoss(7, 2);  // no CPU named
+  ASSERT_TRUE((*w)->Close().ok());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->ForEach({}).ok());
+  EXPECT_EQ(r->stats().lost_events, 9u);
+  std::map<int32_t, uint64_t> want{{-1, 2}, {0, 3}, {1, 4}};
+  EXPECT_EQ(r->stats().lost_by_cpu, want);
+}
+
+// Random bytes do not compress: the blob chunk is stored as is, and reads back the same.
+TEST(WriterTest, IncompressibleBlobsAreStoredRaw) {
+  ScratchDir dir;
+  std::string path = dir.File("random.fay");
+  auto w = Writer::Create(path, SampleInfo());
+  ASSERT_TRUE(w.ok());
+  std::vector<uint8_t> noise(200 << 10);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (auto& b : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+  (*w)->Append(WriteWithPayload(1, noise));
+  ASSERT_TRUE((*w)->Close().ok());
+  auto st = (*w)->stats();
+  EXPECT_GE(st.bytes_stored, st.bytes_raw - 1024);  // nothing gained, nothing spent trying
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r->ForEach([&](const SyscallEvent& ev) { got = ev.buffers.at(0).bytes; }).ok());
+  EXPECT_EQ(got, noise);
 }
 
 TEST(WriterTest, TinyQueueBlocksInsteadOfDropping) {
