@@ -52,10 +52,12 @@ STRING_LIMIT = 1 << 24
 
 
 class Workload:
-    def __init__(self, argv, status=0, counts=None, stdout=None, setup=None, check=None):
+    def __init__(self, argv, status=0, counts=None, stdout=None, setup=None, check=None,
+                 count_from=2):
         self.argv = argv
         self.status = status
         self.counts = counts or {}
+        self.count_from = count_from  # counts start at the root's n-th successful execve
         self.stdout = stdout  # exact stdout of the workload, when it prints anything
         self.setup = setup  # setup(work) before each run
         self.check = check  # check(work) after each run: an error message or None
@@ -89,10 +91,13 @@ WORKLOADS = {
     # K = 4096 + 17: more than a page, not a multiple of anything.
     "write_n": Workload(["write_n", "4", "4113"], counts={"write": 4, "openat": 1}),
     # T = 1: with two or more threads the barrier's futex calls (who waits, who wakes, how many
-    # were woken) depend on which thread gets there first, so they differ from run to run. N is
-    # large so that the main thread always reaches pthread_join's futex wait before the reader
-    # exits (one syscall against a thousand).
-    "threads_read": Workload(["threads_read", "1", "1000"], counts={"read": 1000, "clone3": 1}),
+    # were woken) depend on which thread gets there first, so they differ from run to run. The
+    # main thread must reach pthread_join's futex wait before the reader exits, or there is no
+    # wait: one CPU for both (the new thread does not preempt the one that created it) and
+    # thousands of reads against one syscall keep it so even on a loaded machine.
+    "threads_read": Workload(lambda ctx: ["taskset", "-c", str(min(os.sched_getaffinity(0))),
+                                          "threads_read", "1", "5000"],
+                             counts={"read": 5000, "clone3": 1}, count_from=3),
     # C = 1: with two children of one parent, wait4 returns them in the order they finish.
     "fork_tree": Workload(["fork_tree", "1", "5", "3"], counts={"getppid": 15, "wait4": 3}),
     "exit_status": Workload(["exit_status", "3"], status=3, counts={"exit_group": 1}),
@@ -158,7 +163,7 @@ def return_split(body):
 
 
 class Trace:
-    def __init__(self, text, recorder_pid, source):
+    def __init__(self, text, recorder_pid, source, count_from=2):
         self.problems = []
         self.threads = {}  # name -> list of normalised lines
         self.order = []  # thread names in order of first appearance
@@ -185,9 +190,9 @@ class Trace:
                     children.setdefault(tid, []).append(int(ret))
                 if tid == root and call == "execve" and ret == "0":
                     root_execs += 1
-                # Counted from the workload's own execve on (the root's second): setarch's
-                # start-up is not in the expected counts.
-                if tid != root or root_execs >= 2:
+                # Counted from the workload's own execve on: the start-up of setarch (and of
+                # taskset) is not in the expected counts.
+                if tid != root or root_execs >= count_from:
                     self.counts[call] = self.counts.get(call, 0) + 1
             parsed.append((tid, call, body))
         # Names come from the tree, not from the order of lines: a trace lists a call when it
@@ -289,7 +294,7 @@ def record(fay, backend, wl, argv, ctx):
     text = d.stdout.decode("utf-8", errors="surrogateescape")
     with open(os.path.join(work, f"{backend}.txt"), "w", errors="surrogateescape") as f:
         f.write(text)
-    return Trace(text, p.pid, backend), errors
+    return Trace(text, p.pid, backend, wl.count_from), errors
 
 
 # ----------------------------------------------------------------------------------------------

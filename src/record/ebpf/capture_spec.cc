@@ -13,7 +13,8 @@ bool IsMemory(ArgType t) {
 }
 
 bool Uncaptured(ArgType t) {
-  return t == ArgType::kMsghdr;
+  (void)t;
+  return false;  // every memory argument has a rule
 }
 
 // The rule for argument i captured in one direction; mirrors CaptureArg in syscall_capture.cc.
@@ -33,6 +34,11 @@ Rule RuleFor(int i, const ArgSpec& a, bool at_exit) {
     r.kind = kRuleIovec;
     r.len_arg = static_cast<uint8_t>(a.len_arg);
     // What comes out (readv) is as long as the return value says, spread over the elements.
+    r.src = at_exit ? kSrcRet : kSrcFixed;
+    return r;
+  }
+  if (a.type == ArgType::kMsghdr) {
+    r.kind = kRuleMsghdr;
     r.src = at_exit ? kSrcRet : kSrcFixed;
     return r;
   }

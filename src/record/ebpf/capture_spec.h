@@ -3,9 +3,9 @@
 // recorder runs), so both backends copy the same bytes. The probes hold no per-syscall code: at
 // entry and at exit they walk the (at most six) rules of the call's map slot.
 //
-// Not expressed as rules in this version, so not captured by the eBPF backend: argv/envp arrays
-// (execve, execveat), iovec arrays (readv, writev, preadv, pwritev, ...), msghdr (sendmsg,
-// recvmsg, ...) and fcntl's struct flock. ExcludedFromIdentity() names the calls concerned.
+// Beyond flat buffers and strings, rules name the composite arguments the probes walk with
+// bpf_loop: argv/envp pointer arrays, iovec arrays and struct msghdr; and fcntl's struct flock
+// is captured only for the lock commands.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ enum RuleKind : uint8_t {
   kRuleBytes = 2,     // a byte range whose length the rule computes
   kRuleStrArray = 3,  // a NULL-terminated array of string pointers (argv, envp)
   kRuleIovec = 4,     // an iovec array of args[len_arg] entries, then each element's bytes
+  kRuleMsghdr = 5,    // a struct msghdr, its name, control data, iovec array and elements
 };
 
 enum RuleSource : uint8_t {

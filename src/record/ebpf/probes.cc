@@ -35,7 +35,9 @@ constexpr int16_t kVEntryNs = 368, kVSlot = 376;  // from the thread's CallSlot;
 constexpr int16_t kVLimit = 384, kVLeft = 392, kVIov = 408;
 // The rule callback's phase (0 enter, 1 exit) and whether it only re-reads failed rules.
 constexpr int16_t kVPhase = 400, kVRetryOnly = 424;
-constexpr int16_t kScrFrag = 448;  // WireFragHeader + data; also WireProc
+// The sub number an iovec array takes (its elements follow), and a struct msghdr's copy.
+constexpr int16_t kVSubBase = 432, kVMsg = 448;
+constexpr int16_t kScrFrag = 512;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
 static_assert(kScrFrag + 288 <= kScratchSize);
@@ -163,6 +165,9 @@ uint64_t Cap(const ProbeOptions& o) {
 // last, shorter one goes through the scratch. Returns 1 to stop.
 void GenString(Gen& g, Label done);
 void GenShortBuffer(Gen& g, Label done);
+void GenIovecs(Gen& g);
+void GenAnyBuffer(Gen& g, Label done);
+void GenMsghdr(Gen& g, Label done);
 void GenIovecCallback(Gen& g);
 void GenRuleCallback(Gen& g);
 
@@ -265,6 +270,118 @@ void GenShortBuffer(Gen& g, Label done) {
   e.Jmp(done);
 }
 
+// An iovec array at R3 of R4 entries (at most kMaxCapturedIovecs), limited by the return value
+// when R5 is kSrcRet: each element (sub kVSubBase + 1 + i), then the array (sub kVSubBase). The
+// array's length is left in R4 and its header fields set, for the caller's byte-range code.
+void GenIovecs(Gen& g) {
+  Emitter& e = g.e;
+  Label few = e.NewLabel(), unlimited = e.NewLabel();
+  e.Store(8, R9, kVArrAddr, R3);
+  e.JmpIfImm(BPF_JLE, R4, static_cast<int32_t>(kMaxCapturedIovecs), few);
+  e.MovImm(R4, static_cast<int32_t>(kMaxCapturedIovecs));
+  e.Bind(few);
+  e.Store(8, R9, kVArrCount, R4);
+  e.StoreImm(8, R9, kVLimit, 0);
+  e.JmpIfImm(BPF_JNE, R5, kSrcRet, unlimited);
+  e.StoreImm(8, R9, kVLimit, 1);
+  e.Load(8, R2, R9, kVRet);
+  e.Store(8, R9, kVLeft, R2);
+  e.Bind(unlimited);
+  e.Mov(R1, R4);
+  e.LdFunc(R2, g.iovec_cb);
+  g.uses_iovec_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
+  e.Load(2, R1, R9, kVSubBase);
+  e.Store(2, R9, kScrFrag + 18, R1);
+  e.StoreImm(4, R9, kScrFrag + 20, 0);
+  e.Load(8, R3, R9, kVArrAddr);
+  e.Store(8, R9, kVAddr, R3);
+  e.Store(8, R9, kScrFrag + 40, R3);
+  e.Load(8, R4, R9, kVArrCount);
+  e.AluImm(BPF_LSH, R4, 4);
+  e.Store(8, R9, kScrFrag + 24, R4);
+}
+
+// A byte range of any length R4 at R3 (header's arg, dir and sub set): capped, then inline when
+// short, else through the fragment callback. Ends at `done`.
+void GenAnyBuffer(Gen& g, Label done) {
+  Emitter& e = g.e;
+  Label capped = e.NewLabel(), long_buffer = e.NewLabel();
+  e.Store(8, R9, kVAddr, R3);
+  e.Store(8, R9, kScrFrag + 40, R3);
+  e.Store(8, R9, kScrFrag + 24, R4);
+  e.StoreImm(4, R9, kScrFrag + 20, 0);
+  e.LdImm64(R1, Cap(g.o));
+  e.JmpIf(BPF_JLE, R4, R1, capped);
+  e.Mov(R4, R1);
+  e.Bind(capped);
+  e.Store(8, R9, kVWant, R4);
+  e.StoreImm(8, R9, kVOff, 0);
+  e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_buffer);
+  GenShortBuffer(g, done);
+  e.Bind(long_buffer);
+  e.Mov(R1, R4);
+  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
+  e.AluImm(BPF_RSH, R1, 12);
+  e.LdFunc(R2, g.frag_cb);
+  g.uses_frag_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
+  e.Jmp(done);
+}
+
+// struct msghdr at R3, as the ptrace backend captures it: the header (sub 0), the name (1), the
+// control data (2), the iovec array (3) and its elements (4...). R5: the rule's length source
+// (kSrcRet: what recvmsg returned limits the elements). Ends at `done`.
+void GenMsghdr(Gen& g, Label done) {
+  Emitter& e = g.e;
+  Label hdr_done = e.NewLabel(), name_done = e.NewLabel(), ctl_done = e.NewLabel();
+  e.Store(8, R9, kVArrCount, R5);  // kept across the buffers below
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kVMsg);
+  e.MovImm(R2, 56);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.Store(8, R9, kVArrAddr, R0);
+  e.Load(8, R3, R9, kScrFrag + 40);
+  e.MovImm(R4, 56);
+  e.StoreImm(2, R9, kScrFrag + 18, 0);
+  GenAnyBuffer(g, hdr_done);
+  e.Bind(hdr_done);
+  e.Load(8, R1, R9, kVArrAddr);
+  e.JmpIfImm(BPF_JNE, R1, 0, done);
+  {
+    Label small = e.NewLabel();
+    e.Load(8, R3, R9, kVMsg + 0);
+    e.Load(4, R4, R9, kVMsg + 8);
+    e.JmpIfImm(BPF_JEQ, R3, 0, name_done);
+    e.JmpIfImm(BPF_JEQ, R4, 0, name_done);
+    e.JmpIfImm(BPF_JLE, R4, 128, small);
+    e.MovImm(R4, 128);
+    e.Bind(small);
+    e.StoreImm(2, R9, kScrFrag + 18, 1);
+    GenAnyBuffer(g, name_done);
+    e.Bind(name_done);
+  }
+  e.Load(8, R3, R9, kVMsg + 32);
+  e.Load(8, R4, R9, kVMsg + 40);
+  e.JmpIfImm(BPF_JEQ, R3, 0, ctl_done);
+  e.JmpIfImm(BPF_JEQ, R4, 0, ctl_done);
+  e.StoreImm(2, R9, kScrFrag + 18, 2);
+  GenAnyBuffer(g, ctl_done);
+  e.Bind(ctl_done);
+  e.Load(8, R3, R9, kVMsg + 16);
+  e.JmpIfImm(BPF_JEQ, R3, 0, done);
+  e.Load(8, R4, R9, kVMsg + 24);
+  e.Load(8, R5, R9, kVArrCount);
+  e.StoreImm(8, R9, kVSubBase, 3);
+  GenIovecs(g);
+  e.Load(8, R3, R9, kVArrAddr);
+  GenAnyBuffer(g, done);
+}
+
 // bpf_loop callback over a pointer array (kVArrAddr): entry `index` is read and its string
 // emitted as sub 1 + index. Stops at the NULL entry or an unreadable one.
 void GenArrayCallback(Gen& g) {
@@ -341,6 +458,8 @@ void GenIovecCallback(Gen& g) {
   }
   e.Mov(R1, R6);
   e.AluImm(BPF_ADD, R1, 1);
+  e.Load(8, R2, R9, kVSubBase);
+  e.Alu(BPF_ADD, R1, R2);
   e.Store(2, R9, kScrFrag + 18, R1);
   e.Store(8, R9, kScrFrag + 40, R3);
   e.Store(8, R9, kVAddr, R3);
@@ -506,43 +625,26 @@ void GenRule(Gen& g, Label next) {
     e.Bind(bytes);
   }
   {
-    Label bytes = e.NewLabel(), few = e.NewLabel(), unlimited = e.NewLabel(),
-          limited = e.NewLabel();
+    Label bytes = e.NewLabel();
     e.JmpIfImm(BPF_JNE, R1, kRuleIovec, bytes);
     e.Comment("an iovec array: each element's bytes, then the array itself");
-    e.Store(8, R9, kVArrAddr, R3);
     e.Load(1, R1, R8, rb + 3);
     e.AluImm(BPF_AND, R1, 7);
     e.AluImm(BPF_LSH, R1, 3);
     e.Mov(R2, R9);
     e.Alu(BPF_ADD, R2, R1);
-    e.Load(8, R1, R2, kScrEntry + 16);
-    e.JmpIfImm(BPF_JLE, R1, static_cast<int32_t>(kMaxCapturedIovecs), few);
-    e.MovImm(R1, static_cast<int32_t>(kMaxCapturedIovecs));
-    e.Bind(few);
-    e.Store(8, R9, kVArrCount, R1);
-    e.StoreImm(8, R9, kVLimit, 0);
-    e.Load(1, R2, R8, rb + 2);
-    e.JmpIfImm(BPF_JNE, R2, kSrcRet, unlimited);
-    e.StoreImm(8, R9, kVLimit, 1);
-    e.Load(8, R2, R9, kVRet);
-    e.Store(8, R9, kVLeft, R2);
-    e.Jmp(limited);
-    e.Bind(unlimited);
-    e.Bind(limited);
-    e.LdFunc(R2, g.iovec_cb);
-    g.uses_iovec_cb = true;
-    e.MovImm(R3, 0);
-    e.MovImm(R4, 0);
-    e.Call(BPF_FUNC_loop);
-    e.StoreImm(2, R9, kScrFrag + 18, 0);
-    e.Load(8, R3, R9, kVArrAddr);
-    e.Store(8, R9, kVAddr, R3);
-    e.Store(8, R9, kScrFrag + 40, R3);
-    e.Load(8, R4, R9, kVArrCount);
-    e.AluImm(BPF_LSH, R4, 4);
-    e.Store(8, R9, kScrFrag + 24, R4);
+    e.Load(8, R4, R2, kScrEntry + 16);
+    e.Load(1, R5, R8, rb + 2);
+    e.StoreImm(8, R9, kVSubBase, 0);
+    GenIovecs(g);
     e.Jmp(have_bytes);
+    e.Bind(bytes);
+    bytes = e.NewLabel();
+    e.Load(1, R1, R8, rb + 0);
+    e.JmpIfImm(BPF_JNE, R1, kRuleMsghdr, bytes);
+    e.Comment("a struct msghdr and what it points to");
+    e.Load(1, R5, R8, rb + 2);
+    GenMsghdr(g, next);
     e.Bind(bytes);
   }
 

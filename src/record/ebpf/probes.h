@@ -149,7 +149,7 @@ struct ProbeSet {
   bpf::ProgramSpec fork, exec, exit;     // raw tracepoints sched_process_fork / exec / exit
 };
 
-inline constexpr int kScratchSize = 4608;
+inline constexpr int kScratchSize = 4672;
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& options);
 
