@@ -107,6 +107,9 @@ WORKLOADS = {
     "sleep_then": Workload(["sleep_then", "20", "write_n", "2", "100"],
                            counts={"clock_nanosleep": 1, "write": 2}),
     "func_calls": Workload(["func_calls", "1000", "3", "100"], counts={"exit_group": 1}),
+    # Composite buffers: iovec arrays (writev, readv) and struct msghdr (sendmsg, recvmsg).
+    "iovec_rw": Workload(["iovec_rw", "iovec.out"],
+                         counts={"writev": 1, "readv": 1, "sendmsg": 1, "recvmsg": 1}),
     "w3_smallfiles": Workload(
         w3_argv, stdout=f"files {W3_FILES} written {4096 * W3_FILES} read {4096 * W3_FILES} "
         f"fsyncs {W3_FILES // 100} bad 0\n",
@@ -333,14 +336,12 @@ def compare(ref, other, other_name):
             continue
         out.append(f"thread {t}: {REFERENCE} {len(a)} lines, {other_name} {len(b)} lines")
         sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-        shown = False
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            if tag == "replace" and not shown:
-                col, x, y = first_difference(a[i1], b[j1])
-                out.append(f"  first differing line pair differs at column {col}:")
-                out.append(f"    {REFERENCE}: ...{x}...")
-                out.append(f"    {other_name}: ...{y}...")
-                shown = True
+        replaced = [op for op in sm.get_opcodes() if op[0] == "replace"]
+        for tag, i1, i2, j1, j2 in replaced[:3]:
+            col, x, y = first_difference(a[i1], b[j1])
+            out.append(f"  line {i1 + 1} vs {j1 + 1} first differs at column {col}:")
+            out.append(f"    {REFERENCE}: ...{x}...")
+            out.append(f"    {other_name}: ...{y}...")
         diff = list(difflib.unified_diff(a, b, f"{REFERENCE} thread {t}",
                                          f"{other_name} thread {t}", n=2, lineterm=""))
         for line in diff[:budget]:
