@@ -57,6 +57,18 @@ void WriteCache(const TaskOffsets& o) {
   if (rename(tmp.c_str(), kCachePath) != 0) unlink(tmp.c_str());
 }
 
+// Byte offset of struct_name.member, or -1.
+int MemberOffset(const btf* vmlinux, const char* struct_name, const char* member) {
+  int id = btf__find_by_name_kind(vmlinux, struct_name, BTF_KIND_STRUCT);
+  if (id <= 0) return -1;
+  const btf_type* t = btf__type_by_id(vmlinux, id);
+  const btf_member* m = btf_members(t);
+  for (int i = 0; i < btf_vlen(t); ++i)
+    if (std::strcmp(btf__name_by_offset(vmlinux, m[i].name_off), member) == 0)
+      return static_cast<int>(btf_member_bit_offset(t, i) / 8);
+  return -1;
+}
+
 Expected<TaskOffsets> ParseTaskStructOffsets() {
   btf* vmlinux = btf__load_vmlinux_btf();
   if (!vmlinux) return Error(Code::kNotFound, "the kernel exposes no BTF");
@@ -76,22 +88,8 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
       if (std::strcmp(name, "cred") == 0) out.cred = off;
     }
   }
-  id = btf__find_by_name_kind(vmlinux, "cred", BTF_KIND_STRUCT);
-  if (id > 0) {
-    const btf_type* t = btf__type_by_id(vmlinux, id);
-    const btf_member* m = btf_members(t);
-    for (int i = 0; i < btf_vlen(t); ++i)
-      if (std::strcmp(btf__name_by_offset(vmlinux, m[i].name_off), "uid") == 0)
-        out.cred_uid = static_cast<int>(btf_member_bit_offset(t, i) / 8);
-  }
-  id = btf__find_by_name_kind(vmlinux, "linux_binprm", BTF_KIND_STRUCT);
-  if (id > 0) {
-    const btf_type* t = btf__type_by_id(vmlinux, id);
-    const btf_member* m = btf_members(t);
-    for (int i = 0; i < btf_vlen(t); ++i)
-      if (std::strcmp(btf__name_by_offset(vmlinux, m[i].name_off), "filename") == 0)
-        out.binprm_filename = static_cast<int>(btf_member_bit_offset(t, i) / 8);
-  }
+  out.cred_uid = MemberOffset(vmlinux, "cred", "uid");
+  out.binprm_filename = MemberOffset(vmlinux, "linux_binprm", "filename");
   // typedef void (*btf_trace_sched_process_exit)(void *, struct task_struct *[, bool]);
   id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_process_exit", BTF_KIND_TYPEDEF);
   if (id > 0) {

@@ -177,7 +177,7 @@ void Writer::Encode(const Item& item) {
 }
 
 void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
-  if (!seen_blobs_.insert(h).second) {
+  if (!seen_blobs_.Insert(h)) {
     ++stats_.blobs_deduped;
     return;
   }

@@ -21,6 +21,7 @@
 #include "trace/file_io.h"
 #include "trace/footer.h"
 #include "trace/format.h"
+#include "trace/hash_set.h"
 #include "trace/zstd_codec.h"
 
 namespace fay::trace {
@@ -130,7 +131,7 @@ class Writer {
   std::unordered_set<int32_t> pending_tids_;
   std::vector<BlobEntry> pending_blobs_;
   bool blobs_flushed_ = false;  // a blob chunk was written since the last events chunk
-  std::unordered_set<Hash128, Hash128Hasher> seen_blobs_;
+  Hash128Set seen_blobs_;
   std::chrono::steady_clock::time_point chunk_deadline_;
   Footer footer_;
   uint64_t offset_ = 0;  // end of the last whole chunk written

@@ -49,6 +49,19 @@ bool IsExec(int64_t nr) {
   return nr == sysno::execve || nr == sysno::execveat;
 }
 
+// What an enter record and a whole-call record both carry.
+template <typename Wire>
+void CallFromWire(const Wire& w, SyscallEvent* ev) {
+  ev->entry_ns = w.entry_ns;
+  ev->pid = static_cast<int32_t>(w.tgid);
+  ev->tid = static_cast<int32_t>(w.tid);
+  ev->ppid = static_cast<int32_t>(w.ppid);
+  ev->uid = w.uid;
+  std::memcpy(ev->comm.data(), w.comm, 16);
+  ev->nr = static_cast<int32_t>(w.nr);
+  for (int i = 0; i < 6; ++i) ev->args[i] = w.args[i];
+}
+
 }  // namespace
 
 size_t Assembler::open_calls() const {
@@ -100,18 +113,10 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       p.ev.buffers.clear();
       p.explicit_flags.clear();
       p.open = true;
-      SyscallEvent& ev = p.ev;
-      ev.entry_ns = w.entry_ns;
-      ev.exit_ns = 0;
-      ev.pid = static_cast<int32_t>(w.tgid);
-      ev.tid = static_cast<int32_t>(w.tid);
-      ev.ppid = static_cast<int32_t>(w.ppid);
-      ev.uid = w.uid;
-      std::memcpy(ev.comm.data(), w.comm, 16);
-      ev.nr = static_cast<int32_t>(w.nr);
-      for (int i = 0; i < 6; ++i) ev.args[i] = w.args[i];
-      ev.ret = 0;
-      ev.flags = 0;
+      CallFromWire(w, &p.ev);
+      p.ev.exit_ns = 0;
+      p.ev.ret = 0;
+      p.ev.flags = 0;
       return true;
     }
     case kRecFrag: {
@@ -160,15 +165,8 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
         p.open = false;
       }
       SyscallEvent& ev = p.ev;
-      ev.entry_ns = w.entry_ns;
+      CallFromWire(w, &ev);
       ev.exit_ns = w.exit_ns;
-      ev.pid = static_cast<int32_t>(w.tgid);
-      ev.tid = static_cast<int32_t>(w.tid);
-      ev.ppid = static_cast<int32_t>(w.ppid);
-      ev.uid = w.uid;
-      std::memcpy(ev.comm.data(), w.comm, 16);
-      ev.nr = static_cast<int32_t>(w.nr);
-      for (int i = 0; i < 6; ++i) ev.args[i] = w.args[i];
       ev.ret = w.ret;
       ev.flags = w.flags;
       Complete(p, out);
@@ -301,6 +299,11 @@ class EbpfRecorder {
  public:
   explicit EbpfRecorder(const RecordOptions& options) : opt_(options) {}
   Expected<RecordResult> Run();
+  // Everything but running a command: the maps and the verified programs.
+  Status LoadOnly() {
+    FAY_RETURN_IF_ERROR(Configure());
+    return Load();
+  }
 
  private:
   Status Configure();
@@ -646,6 +649,13 @@ Expected<RecordResult> EbpfRecorder::Run() {
 Expected<RecordResult> RecordWithEbpf(const RecordOptions& options) {
   EbpfRecorder r(options);
   return r.Run();
+}
+
+Status CheckEbpfRecording() {
+  RecordOptions options;
+  options.argv = {"/bin/true"};
+  EbpfRecorder r(options);
+  return r.LoadOnly();
 }
 
 }  // namespace fay::record

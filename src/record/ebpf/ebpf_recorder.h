@@ -17,6 +17,10 @@ namespace fay::record {
 
 Expected<RecordResult> RecordWithEbpf(const RecordOptions& options);
 
+// Whether this kernel lets the eBPF backend load its maps and programs (what `fay record`'s
+// default backend needs); the error says why not.
+Status CheckEbpfRecording();
+
 namespace ebpf {
 
 // Rebuilds events from ring-buffer records: pairs each thread's enter and return records and

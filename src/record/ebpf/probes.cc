@@ -382,24 +382,32 @@ void GenMsghdr(Gen& g, Label done) {
   GenAnyBuffer(g, done);
 }
 
+// The start of a callback over an array at kVArrAddr: R6 = the loop index, R9 = scratch, and
+// element R6 (`size` bytes, a power of two) copied to scratch + dst. Jumps to `fail` when the
+// scratch or the element cannot be had.
+void GenReadElement(Gen& g, int16_t dst, int size, Label fail) {
+  Emitter& e = g.e;
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  g.Scratch(fail);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, dst);
+  e.MovImm(R2, size);
+  e.Load(8, R3, R9, kVArrAddr);
+  e.Mov(R4, R6);
+  e.AluImm(BPF_LSH, R4, size == 8 ? 3 : 4);
+  e.Alu(BPF_ADD, R3, R4);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, fail);
+}
+
 // bpf_loop callback over a pointer array (kVArrAddr): entry `index` is read and its string
 // emitted as sub 1 + index. Stops at the NULL entry or an unreadable one.
 void GenArrayCallback(Gen& g) {
   Emitter& e = g.e;
   Label stop = e.NewLabel(), next = e.NewLabel();
   e.BeginFunc(g.array_cb);
-  e.Mov(R6, R1);
-  g.ZeroKey();
-  g.Scratch(stop);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kVPtr);
-  e.MovImm(R2, 8);
-  e.Load(8, R3, R9, kVArrAddr);
-  e.Mov(R4, R6);
-  e.AluImm(BPF_LSH, R4, 3);
-  e.Alu(BPF_ADD, R3, R4);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, stop);
+  GenReadElement(g, kVPtr, 8, stop);
   e.Load(8, R3, R9, kVPtr);
   e.JmpIfImm(BPF_JEQ, R3, 0, stop);
   e.Mov(R1, R6);
@@ -424,18 +432,7 @@ void GenIovecCallback(Gen& g) {
   Label stop = e.NewLabel(), skip = e.NewLabel(), unlimited = e.NewLabel(), some = e.NewLabel(),
         fits = e.NewLabel();
   e.BeginFunc(g.iovec_cb);
-  e.Mov(R6, R1);
-  g.ZeroKey();
-  g.Scratch(stop);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kVIov);
-  e.MovImm(R2, 16);
-  e.Load(8, R3, R9, kVArrAddr);
-  e.Mov(R4, R6);
-  e.AluImm(BPF_LSH, R4, 4);
-  e.Alu(BPF_ADD, R3, R4);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, stop);
+  GenReadElement(g, kVIov, 16, stop);
   e.Load(8, R4, R9, kVIov + 8);  // iov_len
   e.Load(8, R1, R9, kVLimit);
   e.JmpIfImm(BPF_JEQ, R1, 0, unlimited);
