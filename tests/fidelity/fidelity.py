@@ -116,6 +116,9 @@ def worker(i):
 t = threading.Thread(target=worker, args=(1,))
 t.start()
 t.join()
+# join() returns before the thread's last calls (rt_sigprocmask, madvise, exit); without a pause
+# the process's exit_group may kill it first, more often when the tracer slows it less.
+import time; time.sleep(0.2)
 os.unlink('t1.txt')
 print(len(data), st.st_size, names, os.path.basename(cwd), target, ok)
 """
