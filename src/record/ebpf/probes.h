@@ -1,7 +1,8 @@
 // The eBPF recorder's probes, generated with fay's own assembler: raw sys_enter / sys_exit
-// programs that save a call's arguments at entry and emit one record per completed call, with
-// its buffers as fragments; and sched fork / exec / exit programs that keep the traced set of
-// processes inside the kernel. Also the wire layout of what they put in the ring buffer.
+// programs that park a call's number and entry time in its thread's slot and write the whole
+// call at exit (see CallSlot), its buffers as fragments ahead of it; and raw sched fork / exec /
+// exit programs that keep the traced set of processes inside the kernel. Also the wire layout
+// of what they put in the ring buffer.
 #pragma once
 
 #include <cstdint>
