@@ -241,6 +241,25 @@ void GenFragCallback(Gen& g) {
   e.Exit();
 }
 
+// Runs the fragment callback once per kFragBytes of the R4 bytes at kVAddr (at least once), the
+// header set and kVWant/kVOff ready.
+void GenFragmentLoop(Gen& g) {
+  Emitter& e = g.e;
+  Label some = e.NewLabel();
+  static_assert(kFragBytes == 1 << 12);
+  e.Mov(R1, R4);
+  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
+  e.AluImm(BPF_RSH, R1, 12);
+  e.JmpIfImm(BPF_JNE, R1, 0, some);
+  e.MovImm(R1, 1);
+  e.Bind(some);
+  e.LdFunc(R2, g.frag_cb);
+  g.uses_frag_cb = true;
+  e.MovImm(R3, 0);
+  e.MovImm(R4, 0);
+  e.Call(BPF_FUNC_loop);
+}
+
 // A buffer shorter than one fragment (length R4 < kFragBytes; address kVAddr; header set), read
 // through the scratch and output in place: most buffers are, and a bpf_loop round costs more
 // than the copy. Ends at `done`.
@@ -322,14 +341,7 @@ void GenAnyBuffer(Gen& g, Label done) {
   e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_buffer);
   GenShortBuffer(g, done);
   e.Bind(long_buffer);
-  e.Mov(R1, R4);
-  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
-  e.AluImm(BPF_RSH, R1, 12);
-  e.LdFunc(R2, g.frag_cb);
-  g.uses_frag_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  GenFragmentLoop(g);
   e.Jmp(done);
 }
 
@@ -429,8 +441,7 @@ void GenArrayCallback(Gen& g) {
 // through the fragment callback, as much of it as the return value leaves when kVLimit is set.
 void GenIovecCallback(Gen& g) {
   Emitter& e = g.e;
-  Label stop = e.NewLabel(), skip = e.NewLabel(), unlimited = e.NewLabel(), some = e.NewLabel(),
-        fits = e.NewLabel();
+  Label stop = e.NewLabel(), skip = e.NewLabel(), unlimited = e.NewLabel(), fits = e.NewLabel();
   e.BeginFunc(g.iovec_cb);
   GenReadElement(g, kVIov, 16, stop);
   e.Load(8, R4, R9, kVIov + 8);  // iov_len
@@ -477,17 +488,7 @@ void GenIovecCallback(Gen& g) {
     GenShortBuffer(g, skip);
     e.Bind(long_element);
   }
-  e.Mov(R1, R4);
-  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
-  e.AluImm(BPF_RSH, R1, 12);
-  e.JmpIfImm(BPF_JNE, R1, 0, some);
-  e.MovImm(R1, 1);
-  e.Bind(some);
-  e.LdFunc(R2, g.frag_cb);
-  g.uses_frag_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  GenFragmentLoop(g);
   e.Bind(skip);
   e.MovImm(R0, 0);
   e.Exit();
@@ -727,21 +728,7 @@ void GenRule(Gen& g, Label next) {
     e.Bind(long_buffer);
   }
   e.Comment("one fragment per loop turn: ceil(length / kFragBytes)");
-  e.Mov(R1, R4);
-  e.AluImm(BPF_ADD, R1, kFragBytes - 1);
-  e.AluImm(BPF_RSH, R1, 12);
-  static_assert(kFragBytes == 1 << 12);
-  {
-    Label some = e.NewLabel();
-    e.JmpIfImm(BPF_JNE, R1, 0, some);
-    e.MovImm(R1, 1);
-    e.Bind(some);
-  }
-  e.LdFunc(R2, g.frag_cb);
-  g.uses_frag_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  GenFragmentLoop(g);
   e.Jmp(next);
 
   e.Bind(str);
