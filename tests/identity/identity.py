@@ -126,6 +126,14 @@ LINE_RE = re.compile(r"^(\d+) +(.*)$")
 DURATION_RE = re.compile(r" <\d+\.\d{6}>$")
 NAME_RE = re.compile(r"^([a-z0-9_]+)\(")
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?![\w.])")
+# Calls whose arguments or return value carry a pid or tid.
+PID_CALLS = {"clone", "clone3", "fork", "vfork", "getpid", "gettid", "getppid", "getpgid",
+             "getsid", "setpgid", "set_tid_address", "wait4", "waitid", "kill", "tkill", "tgkill",
+             "pidfd_open", "prlimit64", "sched_setaffinity", "sched_getaffinity",
+             "sched_setscheduler", "sched_getscheduler", "sched_setparam", "sched_getparam",
+             "sched_setattr", "sched_getattr", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+             # pthread_join waits on the thread's tid, which CLONE_CHILD_CLEARTID clears.
+             "futex"}
 # Calls whose return value in the parent is the new thread or process.
 CREATORS = {"clone", "clone3", "fork", "vfork"}
 
@@ -236,8 +244,13 @@ class Trace:
                 first_string = False
                 pieces.append(piece)
                 continue
-            # Pids differ between runs: every decimal number outside strings that is the pid of
-            # a traced thread (or of fay) becomes that thread's name.
+            # Pids differ between runs: in the calls that take or return one, every decimal
+            # number outside strings that is the pid of a traced thread (or of fay) becomes that
+            # thread's name. Elsewhere a number is a number, even one that happens to equal a
+            # pid (mprotect's 16384 in a run whose root pid was 16384).
+            if call not in PID_CALLS:
+                pieces.append(piece)
+                continue
             pieces.append(NUMBER_RE.sub(
                 lambda m: f"<{names[int(m.group(0))]}>" if int(m.group(0)) in names
                 else m.group(0), piece))
@@ -388,6 +401,10 @@ def selftest():
         problems.append(f"a pid inside a buffer was replaced: {a.threads['0.1'][1]}")
     if a.counts != {"execve": 1, "clone": 1, "getppid": 2, "write": 1, "exit_group": 1, "wait4": 1}:
         problems.append(f"counts after the second execve: {a.counts}")
+    # A constant that equals a pid in one run is still a constant outside the pid-carrying calls.
+    m = Trace("100   mprotect(0x7f00, 100, PROT_READ) = 0\n", 99, "m")
+    if "mprotect(0x7f00, 100, PROT_READ) = 0" not in sum(m.threads.values(), []):
+        problems.append(f"a constant equal to a pid was renamed: {m.threads}")
     # One byte of one buffer, one pointer: both must be reported.
     for old, new in [('"pid 100"', '"pid 10X"'), ("0x4af650", "0x4af658")]:
         c = Trace(SELFTEST_A.replace(old, new), 99, "c")
