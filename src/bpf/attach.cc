@@ -125,6 +125,16 @@ Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name)
   return link;
 }
 
+Expected<Link> AttachTypedTracepoint(const Program& prog) {
+  int fd = bpf_raw_tracepoint_open(nullptr, prog.fd());
+  if (fd < 0)
+    return BpfError(
+        fmt::format("cannot attach probe program {} to its typed tracepoint", prog.name()), errno);
+  Link link;
+  link.Add(UniqueFd(fd));
+  return link;
+}
+
 Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64_t file_offset,
                             bool retprobe, int pid) {
   const std::string dev = "/sys/bus/event_source/devices/uprobe/";

@@ -30,6 +30,9 @@ class Link {
 // A tracefs tracepoint by id (events/SUBSYS/NAME/id); one perf event covering every CPU.
 Expected<Link> AttachTracepoint(const Program& prog, int tp_id);
 Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name);
+// A BTF-typed raw tracepoint program (BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP): the tracepoint
+// is the one its attach_btf_id named at load.
+Expected<Link> AttachTypedTracepoint(const Program& prog);
 // `file_offset` is the offset of the probed instruction in `path` (not its virtual address).
 Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64_t file_offset,
                             bool retprobe, int pid = -1);

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -34,7 +35,7 @@ bool ReadCache(TaskOffsets* out) {
   if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
   TaskOffsets o;
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
-        o.exit_has_group_dead >> o.cred >> o.cred_uid) ||
+        o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -50,7 +51,7 @@ void WriteCache(const TaskOffsets& o) {
     f << KernelIdentity() << "\n"
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
       << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
-      << o.cred_uid << "\n";
+      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -97,6 +98,10 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
     while (t && (btf_is_typedef(t) || btf_is_ptr(t))) t = btf__type_by_id(vmlinux, t->type);
     if (t && btf_is_func_proto(t)) out.exit_has_group_dead = btf_vlen(t) >= 3 ? 1 : 0;
   }
+  out.sys_enter_btf_id =
+      std::max(0, btf__find_by_name_kind(vmlinux, "btf_trace_sys_enter", BTF_KIND_TYPEDEF));
+  out.sys_exit_btf_id =
+      std::max(0, btf__find_by_name_kind(vmlinux, "btf_trace_sys_exit", BTF_KIND_TYPEDEF));
   btf__free(vmlinux);
   if (out.comm < 0 || out.pid < 0 || out.tgid < 0 || out.real_parent < 0 || out.exit_code < 0)
     return Error(Code::kNotFound,

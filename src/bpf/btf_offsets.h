@@ -15,6 +15,10 @@ struct TaskOffsets {
   int cred = -1, cred_uid = -1;
   // Whether the raw tracepoint sched_process_exit passes group_dead after the task (6.16+).
   int exit_has_group_dead = 0;
+  // BTF type ids of the typedefs btf_trace_sys_enter / btf_trace_sys_exit, for programs that
+  // attach as BTF-typed raw tracepoints (their pt_regs argument is then read with plain loads);
+  // 0 when unknown.
+  int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

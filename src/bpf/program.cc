@@ -115,6 +115,8 @@ Expected<Program> Program::Load(const ProgramSpec& spec, const std::vector<int>&
     fast.func_info_cnt = static_cast<uint32_t>(funcs.info.size());
     fast.func_info_rec_size = sizeof(bpf_func_info);
   }
+  fast.attach_btf_id = spec.attach_btf_id;
+  fast.expected_attach_type = spec.expected_attach_type;
   int fd = bpf_prog_load(spec.type, kname.c_str(), "GPL", insns.data(), insns.size(), &fast);
   if (fd >= 0) {
     Program p;
@@ -132,6 +134,8 @@ Expected<Program> Program::Load(const ProgramSpec& spec, const std::vector<int>&
   verbose.func_info = fast.func_info;
   verbose.func_info_cnt = fast.func_info_cnt;
   verbose.func_info_rec_size = fast.func_info_rec_size;
+  verbose.attach_btf_id = fast.attach_btf_id;
+  verbose.expected_attach_type = fast.expected_attach_type;
   fd = bpf_prog_load(spec.type, kname.c_str(), "GPL", insns.data(), insns.size(), &verbose);
   if (fd >= 0) {
     // A transient failure (e.g. EAGAIN past libbpf's retries); the second attempt took.

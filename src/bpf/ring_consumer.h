@@ -56,6 +56,7 @@ uint64_t RingConsumer::Drain(Fn&& fn, uint64_t max_bytes) {
   const auto* prod = static_cast<const uint64_t*>(producer_area_);
   uint64_t c = __atomic_load_n(cons, __ATOMIC_RELAXED);
   const uint64_t start = c;
+  uint64_t handed_back = c;
   uint64_t p = __atomic_load_n(prod, __ATOMIC_ACQUIRE);
   while (c < p && c - start < max_bytes) {
     const uint8_t* rec = data_ + (c & (size_ - 1));
@@ -64,7 +65,10 @@ uint64_t RingConsumer::Drain(Fn&& fn, uint64_t max_bytes) {
     if (!(len & kDiscard)) fn(rec + kHeader, static_cast<size_t>(len & ~(kBusy | kDiscard)));
     c += (kHeader + (len & ~(kBusy | kDiscard)) + 7) & ~uint64_t{7};
     // Hand space back as we go, so a slow batch does not hold the whole ring.
-    if (c - start >= (1u << 20)) __atomic_store_n(cons, c, __ATOMIC_RELEASE);
+    if (c - handed_back >= (1u << 20)) {
+      __atomic_store_n(cons, c, __ATOMIC_RELEASE);
+      handed_back = c;
+    }
     if (c >= p) p = __atomic_load_n(prod, __ATOMIC_ACQUIRE);
   }
   __atomic_store_n(cons, c, __ATOMIC_RELEASE);

@@ -275,6 +275,8 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   o->task_cred = off->cred;
   o->cred_uid = off->cred_uid;
   o->exit_has_group_dead = off->exit_has_group_dead != 0;
+  o->sys_enter_btf_id = off->sys_enter_btf_id;
+  o->sys_exit_btf_id = off->sys_exit_btf_id;
   return Status::Ok();
 }
 
@@ -400,15 +402,24 @@ Status EbpfRecorder::Load() {
     uint32_t key = static_cast<uint32_t>(nr);
     FAY_RETURN_IF_ERROR(maps_[kMapSpec]->Update(&key, &s));
   }
-  FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(po));
   std::vector<int> fds;
   for (auto& m : maps_) fds.push_back(m->fd());
-  for (const bpf::ProgramSpec* spec :
-       {&set.sys_enter, &set.sys_exit, &set.fork, &set.exec, &set.exit}) {
-    FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*spec, fds));
-    progs_.push_back(std::move(p));
-  }
-  return Status::Ok();
+  auto load_all = [&](const ProbeOptions& options) -> Status {
+    progs_.clear();
+    FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(options));
+    for (const bpf::ProgramSpec* spec :
+         {&set.sys_enter, &set.sys_exit, &set.fork, &set.exec, &set.exit}) {
+      FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*spec, fds));
+      progs_.push_back(std::move(p));
+    }
+    return Status::Ok();
+  };
+  Status typed = load_all(po);
+  if (typed.ok() || po.sys_enter_btf_id == 0) return typed;
+  // A kernel that refuses BTF-typed tracepoints still takes the untyped ones, which cost one
+  // helper call more per syscall.
+  po.sys_enter_btf_id = po.sys_exit_btf_id = 0;
+  return load_all(po);
 }
 
 Status EbpfRecorder::Attach() {
@@ -420,9 +431,13 @@ Status EbpfRecorder::Attach() {
   links_.push_back(std::move(exec));
   FAY_ASSIGN_OR_RETURN(bpf::Link exit, bpf::AttachRawTracepoint(progs_[4], "sched_process_exit"));
   links_.push_back(std::move(exit));
-  FAY_ASSIGN_OR_RETURN(bpf::Link sx, bpf::AttachRawTracepoint(progs_[1], "sys_exit"));
+  auto syscall_probe = [](const bpf::Program& p, const char* tp) {
+    return p.type() == BPF_PROG_TYPE_TRACING ? bpf::AttachTypedTracepoint(p)
+                                             : bpf::AttachRawTracepoint(p, tp);
+  };
+  FAY_ASSIGN_OR_RETURN(bpf::Link sx, syscall_probe(progs_[1], "sys_exit"));
   links_.push_back(std::move(sx));
-  FAY_ASSIGN_OR_RETURN(bpf::Link se, bpf::AttachRawTracepoint(progs_[0], "sys_enter"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link se, syscall_probe(progs_[0], "sys_enter"));
   links_.push_back(std::move(se));
   return Status::Ok();
 }

@@ -59,6 +59,9 @@ struct Gen {
   bool uses_frag_cb = false;
   bool uses_array_cb = false;
   bool uses_iovec_cb = false;
+  // The program's ctx is a BTF-typed raw tracepoint's: ctx[0] is a struct pt_regs pointer the
+  // program may load through (kept at fp + kFpCtx).
+  bool typed_ctx = false;
   explicit Gen(const ProbeOptions& opt) : o(opt) {
     exit_label = e.NewLabel();
     frag_cb = e.NewLabel();
@@ -112,6 +115,14 @@ struct Gen {
     e.MovImm(R4, BPF_RB_NO_WAKEUP);
     e.Call(BPF_FUNC_ringbuf_output);
   }
+  // As OutputR3, with the wakeup flags in R8.
+  void OutputR3Flags(int16_t off) {
+    e.LdMap(R1, kMapRing);
+    e.Mov(R2, R9);
+    e.AluImm(BPF_ADD, R2, off);
+    e.Mov(R4, R8);
+    e.Call(BPF_FUNC_ringbuf_output);
+  }
   void Output(int16_t off, int32_t size) {
     e.MovImm(R3, size);
     OutputR3(off);
@@ -132,8 +143,13 @@ struct Gen {
   // typed pointer bpf_task_pt_regs returns is read with plain loads, which costs less than a
   // probe_read of the raw tracepoint's untyped one.
   void CopyRegs() {
-    e.Mov(R1, R7);
-    e.Call(BPF_FUNC_task_pt_regs);
+    if (typed_ctx) {
+      e.Load(8, R1, R10, kFpCtx);
+      e.Load(8, R0, R1, 0);
+    } else {
+      e.Mov(R1, R7);
+      e.Call(BPF_FUNC_task_pt_regs);
+    }
     for (int w = 0; w < 9; ++w) {
       e.Load(8, R1, R0, static_cast<int16_t>(56 + 8 * w));
       e.Store(8, R9, static_cast<int16_t>(kScrRegs + 8 * w), R1);
@@ -854,6 +870,7 @@ void GenChangeState(Gen& g, uint8_t op, int32_t bits) {
 void GenTraced(Gen& g) {
   Emitter& e = g.e;
   e.Mov(R6, R1);
+  e.Store(8, R10, kFpCtx, R1);
   g.ZeroKey();
   e.Call(BPF_FUNC_get_current_task_btf);
   e.Mov(R7, R0);
@@ -922,8 +939,9 @@ void GenIdentity(Gen& g, RecType type, uint32_t flags) {
 
 // The rest of the WireCall at R6 (identity written): times (scratch kVEntryNs, kVExitNs),
 // number (fp-24), arguments (kScrEntry), return value (kVRet), comm from R7; then submits it
-// with the wakeup flags in R8.
-void GenCallBody(Gen& g) {
+// with the wakeup flags in R8. `in_scratch`: R6 is scratch + kScrFrag, and the record is copied
+// into the ring with one helper call instead of being reserved and submitted with two.
+void GenCallBody(Gen& g, bool in_scratch = false) {
   Emitter& e = g.e;
   e.Load(8, R1, R9, kVEntryNs);
   e.Store(8, R6, 24, R1);
@@ -941,6 +959,12 @@ void GenCallBody(Gen& g) {
   e.Store(8, R6, 104, R1);
   e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
   e.Store(8, R6, 112, R1);
+  if (in_scratch) {
+    e.MovImm(R3, sizeof(WireCall));
+    g.OutputR3Flags(kScrFrag);
+    g.CountIfFailed(kStatLostRecords);
+    return;
+  }
   e.Mov(R1, R6);
   e.Mov(R2, R8);
   e.Call(BPF_FUNC_ringbuf_submit);
@@ -1081,12 +1105,12 @@ void GenSysExit(Gen& g) {
     Label ret_only = e.NewLabel();
     e.Load(8, R1, R9, kVSlot);
     e.JmpIfImm(BPF_JEQ, R1, 0, ret_only);
-    e.Comment("the whole call in one record");
-    g.Reserve(sizeof(WireCall), kStatLostRecords, g.exit_label);
-    e.Mov(R6, R0);
+    e.Comment("the whole call in one record, built in the scratch");
+    e.Mov(R6, R9);
+    e.AluImm(BPF_ADD, R6, kScrFrag);
     e.Load(8, R7, R10, kFpTask);
     GenIdentity(g, kRecCall, 0);
-    GenCallBody(g);
+    GenCallBody(g, true);
     e.Jmp(g.exit_label);
     e.Bind(ret_only);
   }
@@ -1300,20 +1324,26 @@ Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
   struct Role {
     void (*gen)(Gen&);
     ProgramSpec* out;
-    bpf_prog_type type;
     const char* name;
+    int btf_id;  // typed raw tracepoint, or 0
   };
   const Role roles[] = {
-      {GenSysEnter, &set.sys_enter, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_enter"},
-      {GenSysExit, &set.sys_exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exit"},
-      {GenFork, &set.fork, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_fork"},
-      {GenExec, &set.exec, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_exec"},
-      {GenExit, &set.exit, BPF_PROG_TYPE_RAW_TRACEPOINT, "fay_rec_pexit"},
+      {GenSysEnter, &set.sys_enter, "fay_rec_enter", o.sys_enter_btf_id},
+      {GenSysExit, &set.sys_exit, "fay_rec_exit", o.sys_exit_btf_id},
+      {GenFork, &set.fork, "fay_rec_fork", 0},
+      {GenExec, &set.exec, "fay_rec_exec", 0},
+      {GenExit, &set.exit, "fay_rec_pexit", 0},
   };
   for (const Role& r : roles) {
     Gen g(o);
+    g.typed_ctx = r.btf_id > 0;
     r.gen(g);
-    g.Finish(r.out, r.type, r.name, &st);
+    g.Finish(r.out, g.typed_ctx ? BPF_PROG_TYPE_TRACING : BPF_PROG_TYPE_RAW_TRACEPOINT, r.name,
+             &st);
+    if (g.typed_ctx) {
+      r.out->attach_btf_id = static_cast<uint32_t>(r.btf_id);
+      r.out->expected_attach_type = BPF_TRACE_RAW_TP;
+    }
   }
   if (!st.ok()) return st;
   return set;

@@ -143,6 +143,10 @@ struct ProbeOptions {
   // The exit tracepoint says whether the process ended (group_dead); without it, the leader's
   // exit is taken to end it.
   bool exit_has_group_dead = false;
+  // BTF type ids of btf_trace_sys_enter / btf_trace_sys_exit. When set, the syscall probes are
+  // BTF-typed raw tracepoints: they read the user registers through their pt_regs argument
+  // with plain loads, where an untyped one needs a bpf_task_pt_regs call per syscall.
+  int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
 };
 
 struct ProbeSet {
