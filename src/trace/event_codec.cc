@@ -70,7 +70,7 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
   state_.prev_time = ev.entry_ns;
   if (ev.exit_ns != 0) PutZigzag(b, static_cast<int64_t>(ev.exit_ns - ev.entry_ns));
   PutZigzag(b, ev.nr);
-  auto& prev = state_.args[ev.nr];
+  auto& prev = state_.PrevArgs(ev.nr);
   for (int i = 0; i < 6; ++i) PutZigzag(b, static_cast<int64_t>(ev.args[i] - prev[i]));
   prev = ev.args;
   PutZigzag(b, ev.ret);
@@ -169,7 +169,7 @@ bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, SyscallEvent* ev,
   }
   if (!r.Zigzag(&s)) return false;
   ev->nr = static_cast<int32_t>(s);
-  auto& prev = st.args[ev->nr];
+  auto& prev = st.PrevArgs(ev->nr);
   for (int i = 0; i < 6; ++i) {
     if (!r.Zigzag(&s)) return false;
     ev->args[i] = prev[i] + static_cast<uint64_t>(s);

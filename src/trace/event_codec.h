@@ -2,6 +2,8 @@
 // against state that starts fresh in every chunk, so any chunk decodes on its own.
 #pragma once
 
+#include <algorithm>
+
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -35,7 +37,26 @@ struct ChunkCodecState {
   std::unordered_map<int32_t, ThreadContext> threads;
   std::unordered_map<int32_t, std::array<uint64_t, 6>> args;  // by syscall number
 
-  void Reset() { *this = ChunkCodecState{}; }
+  void Reset() {
+    prev_time = 0;
+    prev_tid = 0;
+    threads.clear();
+    args.clear();
+    std::fill(flat_args_.begin(), flat_args_.end(), std::array<uint64_t, 6>{});
+  }
+  // The previous arguments of syscall nr in this chunk (zeros at first). Every event asks, so
+  // the numbers real syscalls use are an array, not a hash lookup.
+  std::array<uint64_t, 6>& PrevArgs(int32_t nr) {
+    if (nr >= 0 && nr < kFlatArgs) {
+      if (flat_args_.empty()) flat_args_.resize(kFlatArgs);
+      return flat_args_[static_cast<size_t>(nr)];
+    }
+    return args[nr];
+  }
+
+ private:
+  static constexpr int32_t kFlatArgs = 512;
+  std::vector<std::array<uint64_t, 6>> flat_args_;
 };
 
 class EventEncoder {

@@ -67,7 +67,13 @@ bool DecodeTrailer(const uint8_t in[kTrailerSize], Trailer* t) {
   return true;
 }
 
+Hash128 HashBlobAvx2(const void* data, size_t n);  // blob_hash_avx2.cc
+
 Hash128 HashBlob(const void* data, size_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return HashBlobAvx2(data, n);
+#endif
   XXH128_hash_t h = XXH3_128bits(data, n);
   return Hash128{h.low64, h.high64};
 }

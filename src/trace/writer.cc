@@ -30,12 +30,15 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
   if (fd < 0) return ErrnoError("cannot create trace file " + path);
   auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
   FAY_RETURN_IF_ERROR(w->WriteHeader(info));
-  w->thread_ = std::thread([p = w.get()] { p->Run(); });
+  if (!w->opts_.encode_on_caller) w->thread_ = std::thread([p = w.get()] { p->Run(); });
   return w;
 }
 
 Writer::Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options)
-    : path_(path), fd_(std::move(fd)), opts_(std::move(options)), compressor_(opts_.zstd_level) {}
+    : path_(path),
+      sink_(std::move(fd), "writing " + path),
+      opts_(std::move(options)),
+      compressor_(opts_.zstd_level) {}
 
 Writer::~Writer() {
   Close();
@@ -47,7 +50,7 @@ Status Writer::WriteHeader(const RecordingInfo& info) {
   PutU16(pre, kFormatMajor);
   PutU16(pre, kFormatMinor);
   PutU32(pre, 0);  // flags
-  FAY_RETURN_IF_ERROR(WriteAll(fd_.get(), pre.data(), pre.size(), "writing " + path_));
+  FAY_RETURN_IF_ERROR(sink_.Append(pre.data(), pre.size()));
   offset_ = pre.size();
   stats_.file_bytes = offset_;
   uint32_t fields = 0;
@@ -56,6 +59,8 @@ Status Writer::WriteHeader(const RecordingInfo& info) {
   uint32_t seq, stored;
   // Uncompressed, so `xxd` shows the recording's command line and host at a glance.
   Status st = WriteChunk(ChunkType::kHeader, Codec::kNone, header, fields, &at, &seq, &stored);
+  // Into the file now, so that a path that cannot take data fails here.
+  if (st.ok()) st = sink_.Flush();
   published_ = stats_;
   return st;
 }
@@ -66,6 +71,11 @@ bool Writer::BatchReady() const {
 }
 
 bool Writer::Push(Item item, size_t bytes) {
+  if (opts_.encode_on_caller) {
+    std::vector<Item> one;
+    one.push_back(std::move(item));
+    return AppendBatch(&one);
+  }
   std::unique_lock lk(mu_);
   not_full_.wait(lk, [&] {
     return failed_ || closing_ ||
@@ -78,6 +88,44 @@ bool Writer::Push(Item item, size_t bytes) {
   }
   queue_.push_back(std::move(item));
   queued_bytes_ += bytes;
+  if (BatchReady()) not_empty_.notify_one();
+  return true;
+}
+
+bool Writer::AppendBatch(std::vector<Item>* items) {
+  if (items->empty()) return true;
+  size_t bytes = 0;
+  for (const Item& item : *items) {
+    if (const auto* ev = std::get_if<SyscallEvent>(&item))
+      bytes += sizeof(SyscallEvent) + BufferBytes(*ev);
+    else if (const auto* pe = std::get_if<ProcessEvent>(&item))
+      bytes += sizeof(ProcessEvent) + pe->path.size();
+    else
+      bytes += sizeof(LossRecord);
+  }
+  if (opts_.encode_on_caller) {
+    if (closed_ || thread_failed_) {
+      std::lock_guard lk(mu_);
+      dropped_ += items->size();
+      items->clear();
+      return false;
+    }
+    return EncodeNow(items);
+  }
+  std::unique_lock lk(mu_);
+  not_full_.wait(lk, [&] {
+    return failed_ || closing_ ||
+           (queue_.size() < opts_.queue_events &&
+            (queue_.empty() || queued_bytes_ + bytes <= opts_.queue_bytes));
+  });
+  if (failed_ || closing_) {
+    dropped_ += items->size();
+    items->clear();
+    return false;
+  }
+  for (Item& item : *items) queue_.push_back(std::move(item));
+  queued_bytes_ += bytes;
+  items->clear();
   if (BatchReady()) not_empty_.notify_one();
   return true;
 }
@@ -123,15 +171,45 @@ void Writer::Run() {
       Encode(batch[i]);
     }
     batch.clear();
-    if (!thread_failed_ && pending_index_.records > 0 &&
-        std::chrono::steady_clock::now() >= chunk_deadline_)
-      FlushEvents();
+    FlushIfDue();
     if (done && !thread_failed_) Finish();
     {
       std::lock_guard lk(mu_);
       published_ = stats_;
     }
     if (done) return;
+  }
+}
+
+void Writer::FlushIfDue() {
+  auto now = std::chrono::steady_clock::now();
+  if (!thread_failed_ && pending_index_.records > 0 && now >= chunk_deadline_) FlushEvents();
+  // What the sink stages reaches the file at least as often, so a kill -9 loses little.
+  if (!thread_failed_ && now >= sink_deadline_) {
+    if (Status st = sink_.Flush(); !st.ok()) Fail(st);
+    sink_deadline_ = now + opts_.flush_interval;
+  }
+}
+
+bool Writer::EncodeNow(std::vector<Item>* items) {
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (thread_failed_) {
+      stats_.dropped_events += items->size() - i;
+      break;
+    }
+    Encode((*items)[i]);
+  }
+  items->clear();
+  FlushIfDue();
+  std::lock_guard lk(mu_);
+  published_ = stats_;
+  return !thread_failed_;
+}
+
+void Writer::Tick() {
+  if (opts_.encode_on_caller && !closed_) {
+    std::vector<Item> none;
+    EncodeNow(&none);
   }
 }
 
@@ -147,13 +225,17 @@ void Writer::Encode(const Item& item) {
     }
     first = ev->entry_ns;
     last = std::max(ev->entry_ns, ev->exit_ns);
-    pending_tids_.insert(ev->tid);
+    if (ev->tid != last_tid_added_) {
+      pending_tids_.insert(ev->tid);
+      last_tid_added_ = ev->tid;
+    }
     ++stats_.syscall_events;
     stats_.bytes_captured += BufferBytes(*ev);
   } else if (const auto* pe = std::get_if<ProcessEvent>(&item)) {
     encoder_.Process(*pe, &events_raw_);
     first = last = pe->time_ns;
     pending_tids_.insert(pe->tid);
+    last_tid_added_ = pe->tid;
     ++stats_.process_events;
   } else {
     const auto& loss = std::get<LossRecord>(item);
@@ -197,7 +279,18 @@ void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
 void Writer::FlushBlobs() {
   if (pending_blobs_.empty() || thread_failed_) return;
   BlobChunkIndex idx;
-  Codec codec = compressor_.Worthwhile(blobs_raw_) ? Codec::kZstd : Codec::kNone;
+  // Random or already-compressed data tends to stay that way: after a chunk that zstd would not
+  // shrink, the next ones are stored as they are without asking, up to 16 chunks at a time.
+  Codec codec = Codec::kNone;
+  if (blob_skip_ > 0) {
+    --blob_skip_;
+  } else if (compressor_.Worthwhile(blobs_raw_)) {
+    codec = Codec::kZstd;
+    blob_skip_run_ = 0;
+  } else {
+    blob_skip_run_ = std::min(16u, std::max(1u, blob_skip_run_ * 2));
+    blob_skip_ = blob_skip_run_;
+  }
   Status st =
       WriteChunk(ChunkType::kBlobs, codec, blobs_raw_, static_cast<uint32_t>(pending_blobs_.size()),
                  &idx.offset, &idx.seq, &idx.stored_length);
@@ -226,6 +319,7 @@ void Writer::FlushEvents() {
   blobs_flushed_ = false;
   pending_index_ = EventChunkIndex{};
   pending_tids_.clear();
+  last_tid_added_ = 0;
   events_raw_.clear();
   encoder_.Reset();
 }
@@ -243,7 +337,8 @@ void Writer::Finish() {
   if (!st.ok()) return Fail(st);
   uint8_t trailer[kTrailerSize];
   EncodeTrailer(Trailer{footer_offset, next_seq_}, trailer);
-  st = WriteAll(fd_.get(), trailer, sizeof(trailer), "writing " + path_);
+  st = sink_.Append(trailer, sizeof(trailer));
+  if (st.ok()) st = sink_.Flush();
   if (!st.ok()) return Fail(st);
   offset_ += sizeof(trailer);
   stats_.file_bytes = offset_;
@@ -270,21 +365,15 @@ Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_
   h.payload_crc = Crc32c(payload->data(), payload->size());
   uint8_t hdr[kChunkHeaderSize];
   EncodeChunkHeader(h, hdr);
-  // One writev per chunk: fewer syscalls, and a crash mid-chunk leaves at most one partial chunk.
-  iovec iov[2] = {{hdr, sizeof(hdr)}, {const_cast<uint8_t*>(payload->data()), payload->size()}};
   size_t total = sizeof(hdr) + payload->size();
-  ssize_t w;
-  do {
-    w = ::writev(fd_.get(), iov, 2);
-  } while (w < 0 && errno == EINTR);
-  if (w < 0) return ErrnoError("writing " + path_);
-  if (static_cast<size_t>(w) < total) {
-    // Short write: finish with plain writes from where writev stopped.
-    Bytes rest(hdr, hdr + sizeof(hdr));
-    rest.insert(rest.end(), payload->begin(), payload->end());
-    FAY_RETURN_IF_ERROR(
-        WriteAll(fd_.get(), rest.data() + w, total - static_cast<size_t>(w), "writing " + path_));
-  }
+  Status appended = sink_.Append(hdr, sizeof(hdr));
+  if (appended.ok()) appended = sink_.Append(payload->data(), payload->size());
+  // A chunk the sink did not take is the caller's to count as lost (see Fail).
+  if (appended.ok())
+    staged_chunks_.push_back(
+        StagedChunk{offset_ + total, next_seq_ + 1, type == ChunkType::kEvents ? count : 0});
+  NoteDurable();
+  FAY_RETURN_IF_ERROR(appended);
   *offset = offset_;
   *seq = next_seq_++;
   *stored = h.stored_length;
@@ -296,15 +385,27 @@ Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_
   return Status::Ok();
 }
 
+void Writer::NoteDurable() {
+  while (!staged_chunks_.empty() && staged_chunks_.front().end <= sink_.durable()) {
+    whole_end_ = staged_chunks_.front().end;
+    whole_chunks_ = staged_chunks_.front().chunks;
+    staged_chunks_.pop_front();
+  }
+}
+
 void Writer::Fail(const Status& st) {
   thread_failed_ = true;
   stats_.dropped_events += pending_index_.records;  // encoded, never to reach the file
   // Cut a partial chunk off, so the file ends on a chunk boundary (best effort: a device such as
   // /dev/full cannot be truncated, and the reader copes with a partial chunk anyway).
-  if (::ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0) stats_.file_bytes = offset_;
+  NoteDurable();
+  // Chunks the sink took but never got into the file: their events are lost too.
+  for (const StagedChunk& c : staged_chunks_) stats_.dropped_events += c.events;
+  staged_chunks_.clear();
+  if (sink_.Truncate(whole_end_)) stats_.file_bytes = whole_end_;
   Status err(st.code(), fmt::format("{}; recording stopped, the trace is readable up to offset {} "
                                     "({} whole chunks)",
-                                    st.message(), offset_, next_seq_));
+                                    st.message(), whole_end_, whole_chunks_));
   std::lock_guard lk(mu_);
   failed_ = true;
   error_ = err;
@@ -327,9 +428,14 @@ Status Writer::Close() {
   not_empty_.notify_all();
   not_full_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (opts_.encode_on_caller) {
+    if (!thread_failed_) Finish();
+    std::lock_guard lk(mu_);
+    published_ = stats_;
+  }
   std::lock_guard lk(mu_);
   if (!failed_) {
-    Status st = fd_.Close("closing " + path_);
+    Status st = sink_.Close();
     if (!st.ok()) {
       failed_ = true;
       error_ = st;

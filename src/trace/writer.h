@@ -19,6 +19,7 @@
 #include "trace/bytes.h"
 #include "trace/event_codec.h"
 #include "trace/file_io.h"
+#include "trace/file_sink.h"
 #include "trace/footer.h"
 #include "trace/format.h"
 #include "trace/hash_set.h"
@@ -35,6 +36,12 @@ struct WriterOptions {
   // A chunk is written at least this often, so a kill -9 loses little.
   std::chrono::milliseconds flush_interval{1000};
   std::string writer_name = "fay";  // stored in the header, for people debugging a file
+  // Encode, compress and write on the caller's thread instead of a thread of the writer's own
+  // (writes still go out in the background, see FileSink). For a caller with a thread to itself
+  // and millions of small events: handing each event to another core costs more in cache
+  // misses than encoding it. The caller then calls Tick() now and then, and uses the writer
+  // from one thread at a time.
+  bool encode_on_caller = false;
 };
 
 struct WriterStats {
@@ -70,6 +77,14 @@ class Writer {
   // dropped) once the writer has failed or been closed.
   bool Append(SyscallEvent ev);
   bool Append(ProcessEvent ev);
+  // Queues events in one go, in order, taking the queue's lock once for all of them (a
+  // recorder hands over thousands a millisecond). Moves them out and clears *items; false when
+  // the writer has failed or been closed (then none of them was taken).
+  using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
+  bool AppendBatch(std::vector<Item>* items);
+  // With encode_on_caller: writes what is due (a chunk older than flush_interval) when no
+  // event comes to do it. Otherwise nothing.
+  void Tick();
   // Records that `count` events were lost at the source around time_ns.
   bool AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu = -1);
 
@@ -87,13 +102,13 @@ class Writer {
   const std::string& path() const { return path_; }
 
  private:
-  using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
-
   Status WriteHeader(const RecordingInfo& info);
   bool Push(Item item, size_t bytes);
   bool BatchReady() const;  // with mu_ held
   void Run();
   void Encode(const Item& item);
+  bool EncodeNow(std::vector<Item>* items);  // encode_on_caller: in the caller's thread
+  void FlushIfDue();
   void StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes);
   void FlushEvents();
   void FlushBlobs();
@@ -102,9 +117,10 @@ class Writer {
   Status WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_t count, uint64_t* offset,
                     uint32_t* seq, uint32_t* stored);
   void Fail(const Status& st);
+  void NoteDurable();  // moves whole_end_ past the staged chunks now in the file
 
   const std::string path_;
-  OwnedFd fd_;
+  FileSink sink_;
   const WriterOptions opts_;
 
   // Shared with producers, guarded by mu_.
@@ -129,13 +145,28 @@ class Writer {
   Bytes scratch_;
   EventChunkIndex pending_index_;
   std::unordered_set<int32_t> pending_tids_;
+  int32_t last_tid_added_ = 0;  // pending_tids_ holds it already (0: none yet)
   std::vector<BlobEntry> pending_blobs_;
-  bool blobs_flushed_ = false;  // a blob chunk was written since the last events chunk
+  bool blobs_flushed_ = false;
+  uint32_t blob_skip_ = 0;      // blob chunks still to store without trying zstd
+  uint32_t blob_skip_run_ = 0;  // the last such run's length (doubles while data stays random)  //
+                                // a blob chunk was written since the last events chunk
   Hash128Set seen_blobs_;
   std::chrono::steady_clock::time_point chunk_deadline_;
+  std::chrono::steady_clock::time_point sink_deadline_;
   Footer footer_;
   uint64_t offset_ = 0;  // end of the last whole chunk written
   uint32_t next_seq_ = 0;
+  // Chunks appended to the sink but perhaps not yet in the file (end offset, seq + 1), and the
+  // last one known to be: where a failed trace is cut.
+  struct StagedChunk {
+    uint64_t end = 0;     // file offset just past it
+    uint32_t chunks = 0;  // whole chunks in the file once it is there (its seq + 1)
+    uint32_t events = 0;  // events it holds (0 for blob chunks)
+  };
+  std::deque<StagedChunk> staged_chunks_;
+  uint64_t whole_end_ = 0;
+  uint32_t whole_chunks_ = 0;
   bool thread_failed_ = false;
   WriterStats stats_;
 };

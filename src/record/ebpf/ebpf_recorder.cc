@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -70,6 +71,13 @@ size_t Assembler::open_calls() const {
   return n;
 }
 
+Assembler::Pending& Assembler::PendingOf(int32_t tid) {
+  if (last_ && last_tid_ == tid) return *last_;
+  last_tid_ = tid;
+  last_ = &pending_[tid];
+  return *last_;
+}
+
 void Assembler::Complete(Pending& p, Out* out) {
   SyscallEvent& ev = p.ev;
   for (size_t i = 0; i < ev.buffers.size(); ++i) {
@@ -106,7 +114,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       if (size < sizeof(WireEnter)) return false;
       WireEnter w;
       std::memcpy(&w, data, sizeof w);
-      Pending& p = pending_[static_cast<int32_t>(w.tid)];
+      Pending& p = PendingOf(static_cast<int32_t>(w.tid));
       if (p.open) ++orphans_;  // its return record was lost
       // Buffers still waiting belonged to a call whose record was lost.
       if (!p.ev.buffers.empty()) ++orphans_;
@@ -125,7 +133,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       std::memcpy(&h, data, sizeof h);
       if (sizeof h + h.len > size) return false;
       // A call written as one record (kRecCall) sends its buffers ahead of it: they wait here.
-      Pending& p = pending_[static_cast<int32_t>(h.tid)];
+      Pending& p = PendingOf(static_cast<int32_t>(h.tid));
       auto& bufs = p.ev.buffers;
       if (h.offset == 0) {
         // A second reading of an inbound buffer (see the exit probe) replaces the failed one.
@@ -159,7 +167,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       if (size < sizeof(WireCall)) return false;
       WireCall w;
       std::memcpy(&w, data, sizeof w);
-      Pending& p = pending_[static_cast<int32_t>(w.tid)];
+      Pending& p = PendingOf(static_cast<int32_t>(w.tid));
       if (p.open) {
         ++orphans_;  // an earlier call's return record was lost
         p.open = false;
@@ -217,6 +225,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
           auto old = pending_.find(old_tid);
           if (old != pending_.end()) {
             Pending moved = std::move(old->second);
+            Forget();
             pending_.erase(old);
             moved.ev.tid = pe.tid;
             pending_[pe.tid] = std::move(moved);
@@ -232,6 +241,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
             it->second.ev.flags |= kEventNoExit;
             Complete(it->second, out);
           }
+          Forget();
           pending_.erase(it);
         }
         if (w.is_thread) started_.erase(pe.pid);
@@ -324,6 +334,10 @@ class EbpfRecorder {
   uint64_t pid_limit_ = 0;
   bool block_ = true;
   std::optional<bpf::Map> maps_[kMapCount];
+  struct Unmap {
+    void operator()(uint64_t* p) const { munmap(p, static_cast<size_t>(sysconf(_SC_PAGESIZE))); }
+  };
+  std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's value, mapped
   std::vector<bpf::Program> progs_;
   std::vector<bpf::Link> links_;
   std::unique_ptr<trace::Writer> writer_;
@@ -333,6 +347,7 @@ class EbpfRecorder {
   std::atomic<bool> governor_stop_{false};
   Assembler assembler_;
   Assembler::Out out_;
+  std::vector<trace::Writer::Item> batch_;
   bool write_failed_ = false;
 };
 
@@ -396,6 +411,11 @@ Status EbpfRecorder::Load() {
                          static_cast<uint32_t>(StatesBytes(pid_limit_)), 1));
   FAY_RETURN_IF_ERROR(mk(kMapSlots, BPF_MAP_TYPE_ARRAY, "fay_rec_slots", 4,
                          static_cast<uint32_t>(kSlots * sizeof(CallSlot)), 1));
+  FAY_RETURN_IF_ERROR(mk(kMapWake, BPF_MAP_TYPE_ARRAY, "fay_rec_wake", 4, 8, 1, BPF_F_MMAPABLE));
+  void* wake = mmap(nullptr, static_cast<size_t>(sysconf(_SC_PAGESIZE)), PROT_READ | PROT_WRITE,
+                    MAP_SHARED, maps_[kMapWake]->fd(), 0);
+  if (wake == MAP_FAILED) return ErrnoError("cannot map the recorder's wakeup flag");
+  asleep_.reset(static_cast<uint64_t*>(wake));
   for (int nr = 0; nr < kMaxNr; ++nr) {
     SyscallSpec s = BuildSyscallSpec(nr);
     s.record = filter_.Contains(nr) ? 1 : 0;
@@ -461,18 +481,20 @@ void EbpfRecorder::Deliver() {
   size_t i = 0, j = 0;
   auto& sc = out_.syscalls;
   auto& pr = out_.processes;
+  size_t calls = sc.size();
   while (i < sc.size() || j < pr.size()) {
     bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
-    if (take_proc) {
-      writer_->Append(std::move(pr[j++]));
-    } else if (!writer_->Append(std::move(sc[i++]))) {
-      write_failed_ = true;
-    } else {
-      ++result_.syscalls;
-    }
+    if (take_proc)
+      batch_.emplace_back(std::move(pr[j++]));
+    else
+      batch_.emplace_back(std::move(sc[i++]));
   }
   sc.clear();
   pr.clear();
+  if (writer_->AppendBatch(&batch_))
+    result_.syscalls += calls;
+  else if (calls > 0)
+    write_failed_ = true;
 }
 
 void EbpfRecorder::Consume() {
@@ -483,9 +505,13 @@ void EbpfRecorder::Consume() {
     Deliver();
     if (n == 0) {
       if (stopping) break;
-      // The probes wake the consumer only when the ring fills; otherwise it looks often
-      // enough that a quiet program's events reach the file within a few milliseconds.
+      // The probes wake the consumer only when the ring fills, and only while it says it is
+      // asleep; otherwise it looks often enough that a quiet program's events reach the file
+      // within a few milliseconds.
+      __atomic_store_n(asleep_.get(), 1, __ATOMIC_RELEASE);
       ring_->Wait(5);
+      __atomic_store_n(asleep_.get(), 0, __ATOMIC_RELEASE);
+      writer_->Tick();
     }
   }
 }
@@ -494,12 +520,13 @@ void EbpfRecorder::Consume() {
 // consumer has brought it down to a sixteenth. Four threads reading cached files fill 8 MiB in
 // about a millisecond, so this thread must run on time even when the program's threads keep
 // every CPU busy: it asks for a real-time priority (it sleeps nearly always), and looks more
-// often once the ring starts to fill.
+// often once the ring is an eighth full. Not sooner: each look preempts the program, and a
+// consumer that keeps up still leaves a few MiB between two drains.
 void EbpfRecorder::Govern() {
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-  const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 32;
+  const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
   while (!governor_stop_.load(std::memory_order_acquire)) {
     uint64_t pending = ring_->Pending();
     if (!throttle_->frozen() && pending > high)
@@ -560,7 +587,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
   }
   info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
-  auto writer = trace::Writer::Create(result_.path, info);
+  trace::WriterOptions wo;
+  wo.encode_on_caller = true;  // the consumer thread encodes (see WriterOptions)
+  // The consumer must keep up with a program making millions of calls a second; zstd's fastest
+  // level costs half as much per event for a trace a few percent larger.
+  wo.zstd_level = 1;
+  auto writer = trace::Writer::Create(result_.path, info, wo);
   if (!writer.ok()) {
     return writer.status();  // the held child is killed and reaped by its destructor
   }

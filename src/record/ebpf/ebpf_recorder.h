@@ -50,7 +50,13 @@ class Assembler {
     std::vector<uint32_t> explicit_flags;  // per buffer: FragFlags when kFragExplicit was set
   };
   void Complete(Pending& p, Out* out);
+  // The thread's state. Most records in a row are one thread's, so the last lookup is kept
+  // (map nodes stay put until erased; Forget drops the cached one).
+  Pending& PendingOf(int32_t tid);
+  void Forget() { last_ = nullptr; }
   std::unordered_map<int32_t, Pending> pending_;
+  int32_t last_tid_ = 0;
+  Pending* last_ = nullptr;
   std::unordered_set<int32_t> started_;  // processes whose program has started (exec seen)
   uint64_t orphans_ = 0;
   uint64_t dropped_exec_attempts_ = 0;

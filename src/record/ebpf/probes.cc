@@ -1094,6 +1094,11 @@ void GenSysExit(Gen& g) {
   e.Store(8, R9, kVCount, R1);
   e.AluImm(BPF_AND, R1, kWakeCheckEvery - 1);
   e.JmpIfImm(BPF_JNE, R1, 0, quiet);
+  e.StoreImm(8, R10, kFpTmp, 0);
+  g.Lookup(kMapWake, kFpTmp);
+  e.JmpIfImm(BPF_JEQ, R0, 0, quiet);
+  e.Load(8, R1, R0, 0);
+  e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
   e.LdMap(R1, kMapRing);
   e.MovImm(R2, BPF_RB_AVAIL_DATA);
   e.Call(BPF_FUNC_ringbuf_query);

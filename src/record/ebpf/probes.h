@@ -22,7 +22,11 @@ enum MapSlot : int {
   kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
   kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
   kMapSlots = 6,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
-  kMapCount = 7,
+  // ARRAY (mmapable), one u64: non-zero while the consumer sleeps. A forced ring wakeup is an
+  // interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor): it is sent only
+  // to a consumer that is asleep.
+  kMapWake = 7,
+  kMapCount = 8,
 };
 
 // Per-CPU counters in kMapStats.

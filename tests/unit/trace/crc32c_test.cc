@@ -62,5 +62,21 @@ TEST(Crc32cTest, HardwareAndTableAgreeOnEveryLengthAndAlignment) {
           << start << "+" << n;
 }
 
+// Long buffers go through three interleaved lanes of 4 KiB that are joined afterwards: lengths
+// around each multiple of the 12 KiB stride, and a seed, must still agree with the table.
+TEST(Crc32cTest, HardwareLanesAgreeWithTheTableOnLongBuffers) {
+  if (!Crc32cHardwareAvailable()) GTEST_SKIP() << "no SSE4.2";
+  std::mt19937 rng(2);
+  std::vector<uint8_t> buf(5 * 12288 + 64);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t stride = 1; stride <= 5; ++stride)
+    for (size_t n : {stride * 12288 - 1, stride * 12288, stride * 12288 + 9})
+      for (size_t start : {0, 3})
+        ASSERT_EQ(Crc32cHardware(buf.data() + start, n, 0xdeadbeef),
+                  Crc32cTable(buf.data() + start, n, 0xdeadbeef))
+            << start << "+" << n;
+  EXPECT_EQ(Crc32cHardware(buf.data(), 3 * 12288), Crc32cTable(buf.data(), 3 * 12288));
+}
+
 }  // namespace
 }  // namespace fay::trace
