@@ -60,7 +60,10 @@ int Run(RecordCli& c) {
                "fay: recorded {} syscalls from {} processes ({} threads) in {:.2f}s to {} "
                "({:.1f} KiB, {:.1f} KiB of buffers){}\n",
                r->syscalls, r->processes, r->threads, r->seconds, r->path, r->file_bytes / 1024.0,
-               r->bytes_captured / 1024.0, r->detached ? "; detached" : "");
+               r->bytes_captured / 1024.0,
+               r->pauses
+                   ? fmt::format("; the command was paused {} times for fay to catch up", r->pauses)
+                   : std::string(r->detached ? "; detached" : ""));
   return r->exit_code;
 }
 

@@ -39,6 +39,7 @@ struct RecordResult {
   uint64_t bytes_captured = 0;
   uint64_t file_bytes = 0;
   uint64_t lost_events = 0;  // eBPF backend with --loss=drop: events the ring had no room for
+  uint64_t pauses = 0;       // eBPF backend with --loss=block: times the command was frozen
   double seconds = 0;
   std::string error;  // non-empty: the trace stopped early because of this
 };

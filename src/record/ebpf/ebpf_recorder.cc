@@ -646,6 +646,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     governor_stop_.store(true, std::memory_order_release);
     governor.join();
   }
+  if (throttle_) result_.pauses = throttle_->freezes();
   throttle_.reset();  // thawed; a detached command runs on where it was
 
   // Losses: records the ring had no room for, per CPU.
