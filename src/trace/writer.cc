@@ -70,26 +70,10 @@ bool Writer::BatchReady() const {
          queued_bytes_ >= std::min(kBatchBytes, opts_.queue_bytes);
 }
 
-bool Writer::Push(Item item, size_t bytes) {
-  if (opts_.encode_on_caller) {
-    std::vector<Item> one;
-    one.push_back(std::move(item));
-    return AppendBatch(&one);
-  }
-  std::unique_lock lk(mu_);
-  not_full_.wait(lk, [&] {
-    return failed_ || closing_ ||
-           (queue_.size() < opts_.queue_events &&
-            (queue_.empty() || queued_bytes_ + bytes <= opts_.queue_bytes));
-  });
-  if (failed_ || closing_) {
-    ++dropped_;
-    return false;
-  }
-  queue_.push_back(std::move(item));
-  queued_bytes_ += bytes;
-  if (BatchReady()) not_empty_.notify_one();
-  return true;
+bool Writer::Push(Item item) {
+  std::vector<Item> one;
+  one.push_back(std::move(item));
+  return AppendBatch(&one);
 }
 
 bool Writer::AppendBatch(std::vector<Item>* items) {
@@ -131,17 +115,15 @@ bool Writer::AppendBatch(std::vector<Item>* items) {
 }
 
 bool Writer::Append(SyscallEvent ev) {
-  size_t bytes = sizeof(SyscallEvent) + BufferBytes(ev);
-  return Push(std::move(ev), bytes);
+  return Push(std::move(ev));
 }
 
 bool Writer::Append(ProcessEvent ev) {
-  size_t bytes = sizeof(ProcessEvent) + ev.path.size();
-  return Push(std::move(ev), bytes);
+  return Push(std::move(ev));
 }
 
 bool Writer::AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu) {
-  return Push(LossRecord{time_ns, count, cpu}, sizeof(LossRecord));
+  return Push(LossRecord{time_ns, count, cpu});
 }
 
 void Writer::Run() {

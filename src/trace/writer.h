@@ -103,7 +103,7 @@ class Writer {
 
  private:
   Status WriteHeader(const RecordingInfo& info);
-  bool Push(Item item, size_t bytes);
+  bool Push(Item item);     // one event, through AppendBatch
   bool BatchReady() const;  // with mu_ held
   void Run();
   void Encode(const Item& item);

@@ -107,20 +107,16 @@ struct Gen {
     e.Bind(ok);
   }
   // ringbuf_output(scratch + off, size in R3 already set), never waking the consumer: it
-  // polls, and return records wake it when the ring fills (see GenSysExit).
-  void OutputR3(int16_t off) {
+  // polls, and return records wake it when the ring fills (see GenSysExit). `flags_in_r8`:
+  // the wakeup flags are in R8 instead.
+  void OutputR3(int16_t off, bool flags_in_r8 = false) {
     e.LdMap(R1, kMapRing);
     e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, off);
-    e.MovImm(R4, BPF_RB_NO_WAKEUP);
-    e.Call(BPF_FUNC_ringbuf_output);
-  }
-  // As OutputR3, with the wakeup flags in R8.
-  void OutputR3Flags(int16_t off) {
-    e.LdMap(R1, kMapRing);
-    e.Mov(R2, R9);
-    e.AluImm(BPF_ADD, R2, off);
-    e.Mov(R4, R8);
+    if (flags_in_r8)
+      e.Mov(R4, R8);
+    else
+      e.MovImm(R4, BPF_RB_NO_WAKEUP);
     e.Call(BPF_FUNC_ringbuf_output);
   }
   void Output(int16_t off, int32_t size) {
@@ -961,7 +957,7 @@ void GenCallBody(Gen& g, bool in_scratch = false) {
   e.Store(8, R6, 112, R1);
   if (in_scratch) {
     e.MovImm(R3, sizeof(WireCall));
-    g.OutputR3Flags(kScrFrag);
+    g.OutputR3(kScrFrag, true);
     g.CountIfFailed(kStatLostRecords);
     return;
   }
