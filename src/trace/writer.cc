@@ -212,6 +212,7 @@ void Writer::Encode(const Item& item) {
       last_tid_added_ = ev->tid;
     }
     ++stats_.syscall_events;
+    ++pending_syscalls_;
     stats_.bytes_captured += BufferBytes(*ev);
   } else if (const auto* pe = std::get_if<ProcessEvent>(&item)) {
     encoder_.Process(*pe, &events_raw_);
@@ -300,6 +301,7 @@ void Writer::FlushEvents() {
   footer_.events.push_back(std::move(idx));
   blobs_flushed_ = false;
   pending_index_ = EventChunkIndex{};
+  pending_syscalls_ = 0;
   pending_tids_.clear();
   last_tid_added_ = 0;
   events_raw_.clear();
@@ -352,8 +354,9 @@ Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_
   if (appended.ok()) appended = sink_.Append(payload->data(), payload->size());
   // A chunk the sink did not take is the caller's to count as lost (see Fail).
   if (appended.ok())
-    staged_chunks_.push_back(
-        StagedChunk{offset_ + total, next_seq_ + 1, type == ChunkType::kEvents ? count : 0});
+    staged_chunks_.push_back(StagedChunk{offset_ + total, next_seq_ + 1,
+                                         type == ChunkType::kEvents ? count : 0,
+                                         type == ChunkType::kEvents ? pending_syscalls_ : 0});
   NoteDurable();
   FAY_RETURN_IF_ERROR(appended);
   *offset = offset_;
@@ -378,11 +381,16 @@ void Writer::NoteDurable() {
 void Writer::Fail(const Status& st) {
   thread_failed_ = true;
   stats_.dropped_events += pending_index_.records;  // encoded, never to reach the file
+  stats_.syscall_events -= pending_syscalls_;
+  pending_syscalls_ = 0;
   // Cut a partial chunk off, so the file ends on a chunk boundary (best effort: a device such as
   // /dev/full cannot be truncated, and the reader copes with a partial chunk anyway).
   NoteDurable();
   // Chunks the sink took but never got into the file: their events are lost too.
-  for (const StagedChunk& c : staged_chunks_) stats_.dropped_events += c.events;
+  for (const StagedChunk& c : staged_chunks_) {
+    stats_.dropped_events += c.events;
+    stats_.syscall_events -= c.syscalls;
+  }
   staged_chunks_.clear();
   if (sink_.Truncate(whole_end_)) stats_.file_bytes = whole_end_;
   Status err(st.code(), fmt::format("{}; recording stopped, the trace is readable up to offset {} "

@@ -45,7 +45,8 @@ struct WriterOptions {
 };
 
 struct WriterStats {
-  uint64_t syscall_events = 0;  // written to chunks (or pending in the current chunk)
+  uint64_t syscall_events = 0;  // written to chunks (or pending in the current chunk); after a
+                                // failed write, only those in the file
   uint64_t process_events = 0;
   uint64_t lost_events = 0;        // reported through AppendLoss
   uint64_t dropped_events = 0;     // appended but never to reach the file, because it failed
@@ -160,10 +161,12 @@ class Writer {
   // Chunks appended to the sink but perhaps not yet in the file (end offset, seq + 1), and the
   // last one known to be: where a failed trace is cut.
   struct StagedChunk {
-    uint64_t end = 0;     // file offset just past it
-    uint32_t chunks = 0;  // whole chunks in the file once it is there (its seq + 1)
-    uint32_t events = 0;  // events it holds (0 for blob chunks)
+    uint64_t end = 0;       // file offset just past it
+    uint32_t chunks = 0;    // whole chunks in the file once it is there (its seq + 1)
+    uint32_t events = 0;    // events it holds (0 for blob chunks)
+    uint32_t syscalls = 0;  // of which syscalls
   };
+  uint32_t pending_syscalls_ = 0;  // syscall events in the events chunk being built
   std::deque<StagedChunk> staged_chunks_;
   uint64_t whole_end_ = 0;
   uint32_t whole_chunks_ = 0;
