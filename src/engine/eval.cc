@@ -187,6 +187,46 @@ bool Truthy(const Value& v) {
   return i && *i != 0;
 }
 
+namespace {
+
+void AssignString(Value* out, std::string_view s) {
+  if (auto* str = std::get_if<std::string>(out))
+    str->assign(s);
+  else
+    *out = std::string(s);
+}
+
+}  // namespace
+
+Status EvalInto(const Expr& e, const Event& ev, const ProbeInfo& probe, Value* out) {
+  if (e.kind == ExprKind::kField) {
+    if (const Field* f = FieldOf(e, ev.probe_index, probe)) {
+      if (f->source == FieldSource::kProbe) {
+        AssignString(out, probe.name);
+        return Status::Ok();
+      }
+      size_t idx = static_cast<size_t>(e.field_index[ev.probe_index]);
+      if (f->source != FieldSource::kFunc && idx < ev.values.size()) {
+        const Value& v = ev.values[idx];
+        if (const auto* i = std::get_if<int64_t>(&v)) {
+          *out = *i;
+          return Status::Ok();
+        }
+        if (const auto* s = std::get_if<std::string>(&v); s && f->type.kind == TypeKind::kString) {
+          std::string_view sv(*s);
+          size_t n = sv.find('\0');
+          if (n == std::string_view::npos) n = sv.size();
+          if (f->type.str_len > 0) n = std::min(n, static_cast<size_t>(f->type.str_len - 1));
+          AssignString(out, sv.substr(0, n));
+          return Status::Ok();
+        }
+      }
+    }
+  }
+  FAY_ASSIGN_OR_RETURN(*out, EvalExpr(e, ev, probe));
+  return Status::Ok();
+}
+
 Expected<Value> EvalExpr(const Expr& e, const Event& ev, const ProbeInfo& probe) {
   switch (e.kind) {
     case ExprKind::kInt:

@@ -363,6 +363,7 @@ Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
     return ResolveBlob(h, size, out);
   };
   Bytes raw;
+  uint32_t events_seen = 0;
   for (uint32_t i = 0; i < chunks_.size(); ++i) {
     const ChunkRef& c = chunks_[i];
     if (c.type == ChunkType::kBlobs) {
@@ -374,6 +375,8 @@ Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
       continue;
     }
     if (c.type != ChunkType::kEvents) continue;  // a chunk type from a newer minor
+    uint32_t ordinal = events_seen++;
+    if (filter.shards > 1 && ordinal % filter.shards != filter.shard) continue;
     if (!filter.MayMatch(c)) {
       ++stats_.chunks_skipped;
       continue;

@@ -1,0 +1,31 @@
+// The probe catalog of a recorded trace: the syscall probes, typed exactly as the live catalog
+// types them (so one query means the same thing on both sources), plus the fields only a
+// recording holds: `bytes` and `path`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schema/probe.h"
+
+namespace fay {
+
+class TraceCatalog : public ProbeCatalog {
+ public:
+  // `live` resolves the syscall probes (the system catalog); it must outlive this one.
+  explicit TraceCatalog(ProbeCatalog& live) : live_(live) {}
+
+  // Only "syscall:..." specs: a trace holds recorded syscalls, nothing else. Any other provider
+  // is kInvalidArgument, which the resolve pass points at with a caret.
+  Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override;
+  std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
+
+  // Appends `bytes` and `path` to a live syscall probe's fields.
+  static void AddTraceFields(ProbeInfo& probe);
+  static constexpr int kPathLen = 256;  // capacity of `path`, NUL included (str()'s maximum)
+
+ private:
+  ProbeCatalog& live_;
+};
+
+}  // namespace fay
