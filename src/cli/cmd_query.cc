@@ -126,10 +126,11 @@ int RunTraceQuery(const QueryOptions& opt) {
   PrintSummary(stderr, stats.run, stats.seconds);
   if (opt.verbose) {
     fmt::print(stderr,
-               "fay: read {} events in {:.3f} s with {} thread{}: {:.2f} M events/s; {} chunks "
-               "skipped by the index\n",
+               "fay: read {} events in {:.3f} s with {} thread{}: {:.2f} M events/s; "
+               "{:.2f} M events per CPU-second; {} chunks skipped by the index\n",
                stats.events_read, stats.seconds, stats.threads, stats.threads == 1 ? "" : "s",
                stats.seconds > 0 ? stats.events_read / stats.seconds / 1e6 : 0.0,
+               stats.cpu_seconds > 0 ? stats.events_read / stats.cpu_seconds / 1e6 : 0.0,
                stats.chunks_skipped);
   }
   if (!st.ok()) return Fail(st);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -18,6 +19,12 @@ namespace {
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 uint64_t Realtime(const RecordingInfo& info, uint64_t mono_ns) {
@@ -37,6 +44,7 @@ struct Worker {
   Status status;
   uint64_t events = 0;
   uint64_t skipped = 0;
+  double cpu_seconds = 0;
 };
 
 Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
@@ -47,6 +55,7 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
   for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<Worker>(plan));
   auto run = [&](unsigned k) {
     Worker& w = *workers[k];
+    const double cpu0 = ThreadCpuSeconds();
     // Each worker has its own reader: its own descriptor, decompressor and blob cache.
     Expected<trace::Reader> own = k == 0 ? Expected<trace::Reader>(std::move(first))
                                          : trace::Reader::Open(path);
@@ -65,6 +74,7 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
       w.interp.Process(w.builder.Build(ev, {}));
     });
     w.skipped = own->stats().chunks_skipped;
+    w.cpu_seconds = ThreadCpuSeconds() - cpu0;
   };
   std::vector<std::thread> pool;
   for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
@@ -74,6 +84,7 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
   for (auto& w : workers) {
     stats->events_read += w->events;
     stats->chunks_skipped += w->skipped;
+    stats->cpu_seconds += w->cpu_seconds;
     if (status.ok() && !w->status.ok()) status = w->status;
     if (w.get() != workers[0].get()) workers[0]->interp.Merge(w->interp);
   }
@@ -144,7 +155,9 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     }
   };
   auto on_process = [&](const ProcessEvent& ev) { paths.OnProcess(ev); };
+  const double cpu0 = ThreadCpuSeconds();
   Status st = reader.ForEach(filter, on_syscall, on_process);
+  stats->cpu_seconds = ThreadCpuSeconds() - cpu0;
   stats->chunks_skipped = reader.stats().chunks_skipped;
   stats->seconds = Since(t0);
   if (plan.mode == PlanMode::kAggregate) {

@@ -30,6 +30,9 @@ struct TraceQueryStats {
   uint64_t chunks_skipped = 0;
   unsigned threads = 1;
   double seconds = 0;  // reading and evaluating, output excluded
+  // CPU time the reading threads spent (reading, checking, decompressing, decoding,
+  // evaluating): events / cpu_seconds is the throughput of one core.
+  double cpu_seconds = 0;
 };
 
 // Prints the results to sink. Damage in the trace stops the reading at the damaged chunk; the
