@@ -64,20 +64,26 @@ bool Interpreter::UpdateAgg(AggState& state, const AggSlot& slot, const Event& e
 void Interpreter::Process(const Event& e) {
   if (!Admit(e)) return;
   const ProbeInfo& probe = plan_.probes[e.probe_index];
+  // key_ holds the previous event's key while last_ is valid; only a changed key is looked up.
+  bool changed = key_.size() != plan_.keys.size();
   key_.resize(plan_.keys.size());
   for (size_t i = 0; i < plan_.keys.size(); ++i) {
-    if (Status st = EvalInto(*plan_.keys[i].expr, e, probe, &key_[i]); !st.ok()) {
+    bool c = false;
+    if (Status st = EvalInto(*plan_.keys[i].expr, e, probe, &key_[i], &c); !st.ok()) {
+      last_ = groups_.end();
       Fail(st);
       return;
     }
+    changed |= c;
   }
   auto it = last_;
-  if (it == groups_.end() || it->first != key_) {
+  if (it == groups_.end() || changed) {
     it = groups_.find(key_);
     if (it == groups_.end()) {
       // Mirrors the probe's hash map: a new key beyond max_keys is not inserted.
       if (plan_.max_keys > 0 && groups_.size() >= plan_.max_keys) {
         ++stats_.map_full;
+        last_ = groups_.end();
         return;
       }
       std::vector<AggState> states;

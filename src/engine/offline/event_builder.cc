@@ -95,7 +95,10 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
         v = int64_t{ev.uid};
         break;
       case FieldSource::kComm:
-        std::get<std::string>(v).assign(ev.comm.data(), strnlen(ev.comm.data(), ev.comm.size()));
+        if (ev.comm != pp.comm || std::get<std::string>(v).empty()) {
+          pp.comm = ev.comm;
+          std::get<std::string>(v).assign(ev.comm.data(), strnlen(ev.comm.data(), ev.comm.size()));
+        }
         break;
       case FieldSource::kCtx: {
         uint64_t raw = ev.args[n.arg % 6];

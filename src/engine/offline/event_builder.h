@@ -3,6 +3,7 @@
 // capacity), so building an event costs a few stores rather than allocations.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,7 @@ class EventBuilder {
     // Fields str() reads, with their argument positions: their captured strings.
     std::vector<std::pair<int, int>> strings;
     Event event;
+    std::array<char, 16> comm{};  // what the comm value holds: unchanged runs skip the copy
   };
 
   std::vector<int> probe_of_nr_;
