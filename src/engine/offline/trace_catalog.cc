@@ -10,7 +10,7 @@ void TraceCatalog::AddTraceFields(ProbeInfo& probe) {
   probe.fields.push_back(
       {"bytes", Type::Int(false), FieldSource::kBytes, 0, 8, 0, "u64 captured bytes"});
   probe.fields.push_back(
-      {"path", Type::Str(kPathLen), FieldSource::kPath, 0, kPathLen, 0, "char[256] fd path"});
+      {"path", Type::Str(kPathLen), FieldSource::kPath, 0, kPathLen, 0, "char[128] fd path"});
 }
 
 Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) {

@@ -22,7 +22,9 @@ class TraceCatalog : public ProbeCatalog {
 
   // Appends `bytes` and `path` to a live syscall probe's fields.
   static void AddTraceFields(ProbeInfo& probe);
-  static constexpr int kPathLen = 256;  // capacity of `path`, NUL included (str()'s maximum)
+  // Capacity of `path`, NUL included: paths of up to 127 bytes, and room beside it for other
+  // keys within the plan's key size limit, which offline plans share with live ones.
+  static constexpr int kPathLen = 128;
 
  private:
   ProbeCatalog& live_;
