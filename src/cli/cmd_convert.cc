@@ -53,7 +53,8 @@ int Run(const ConvertOptions& o) {
 Runner RegisterConvert(CLI::App& app) {
   auto o = std::make_shared<ConvertOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "convert", "Convert a recorded trace to CTF (babeltrace2), Chrome JSON (Perfetto), JSONL or CSV");
+      "convert",
+      "Convert a recorded trace to CTF (babeltrace2), Chrome JSON (Perfetto), JSONL or CSV");
   cmd->add_option("file", o->path, "trace file (.fay)")->required();
   cmd->add_option("--to", o->to, "ctf, chrome, jsonl or csv")
       ->required()

@@ -18,12 +18,12 @@
 #include "bpf/runtime.h"
 #include "cli/commands.h"
 #include "common/child_process.h"
+#include "engine/offline/trace_catalog.h"
+#include "engine/offline/trace_query.h"
 #include "engine/output/sink.h"
 #include "probes/catalog.h"
 #include "probes/elf_symbols.h"
 #include "probes/tracefs.h"
-#include "engine/offline/trace_catalog.h"
-#include "engine/offline/trace_query.h"
 #include "query/compile.h"
 #include "trace/reader.h"
 
@@ -107,8 +107,7 @@ int RunTraceQuery(const QueryOptions& opt) {
     if (!v.ok()) return Fail(v.status());
     topt.to_ns = start + *v;
   }
-  if (topt.from_ns > topt.to_ns)
-    return Fail(Error(Code::kInvalidArgument, "--from is after --to"));
+  if (topt.from_ns > topt.to_ns) return Fail(Error(Code::kInvalidArgument, "--from is after --to"));
 
   SystemCatalog live;
   TraceCatalog catalog(live);
@@ -296,7 +295,8 @@ int RunQuery(const QueryOptions& opt) {
 
 Runner RegisterQuery(CLI::App& app) {
   auto opt = std::make_shared<QueryOptions>();
-  auto* cmd = app.add_subcommand("query", "Run a query, live or over a recorded trace (see docs/QUERY.md)");
+  auto* cmd =
+      app.add_subcommand("query", "Run a query, live or over a recorded trace (see docs/QUERY.md)");
   cmd->add_option("query", opt->query, "the query, e.g. 'syscall:openat | count() by comm'")
       ->required();
   cmd->add_option("--format", opt->format, "text (default) or json (JSON Lines)");

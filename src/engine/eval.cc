@@ -208,8 +208,7 @@ bool AssignInt(Value* out, int64_t v) {
 
 }  // namespace
 
-Status EvalInto(const Expr& e, const Event& ev, const ProbeInfo& probe, Value* out,
-                bool* changed) {
+Status EvalInto(const Expr& e, const Event& ev, const ProbeInfo& probe, Value* out, bool* changed) {
   bool dummy;
   if (!changed) changed = &dummy;
   if (e.kind == ExprKind::kField) {
@@ -228,7 +227,8 @@ Status EvalInto(const Expr& e, const Event& ev, const ProbeInfo& probe, Value* o
         if (const auto* s = std::get_if<std::string>(&v); s && f->type.kind == TypeKind::kString) {
           // BoundedString without a temporary: up to the first NUL, at most str_len - 1 bytes.
           size_t limit = s->size();
-          if (f->type.str_len > 0) limit = std::min(limit, static_cast<size_t>(f->type.str_len - 1));
+          if (f->type.str_len > 0)
+            limit = std::min(limit, static_cast<size_t>(f->type.str_len - 1));
           const char* p = s->data();
           size_t n = 0;
           while (n < limit && p[n]) ++n;

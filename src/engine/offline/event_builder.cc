@@ -133,7 +133,8 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
         break;
     }
   }
-  for (const auto& [field, arg] : pp.strings) out.user_strings[field].assign(CapturedString(ev, arg));
+  for (const auto& [field, arg] : pp.strings)
+    out.user_strings[field].assign(CapturedString(ev, arg));
   return out;
 }
 

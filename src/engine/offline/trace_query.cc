@@ -57,8 +57,8 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
     Worker& w = *workers[k];
     const double cpu0 = ThreadCpuSeconds();
     // Each worker has its own reader: its own descriptor, decompressor and blob cache.
-    Expected<trace::Reader> own = k == 0 ? Expected<trace::Reader>(std::move(first))
-                                         : trace::Reader::Open(path);
+    Expected<trace::Reader> own =
+        k == 0 ? Expected<trace::Reader>(std::move(first)) : trace::Reader::Open(path);
     if (!own.ok()) {
       w.status = own.status();
       return;
@@ -134,9 +134,8 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     filter.from_ns = o.from_ns;
     filter.to_ns = o.to_ns;
   }
-  uint64_t window_end = plan.every_ns ? (o.from_ns ? o.from_ns : info.anchor_monotonic_ns) +
-                                            plan.every_ns
-                                      : 0;
+  uint64_t window_end =
+      plan.every_ns ? (o.from_ns ? o.from_ns : info.anchor_monotonic_ns) + plan.every_ns : 0;
   auto on_syscall = [&](const SyscallEvent& ev) {
     std::string_view p = builder.needs_paths() ? paths.Apply(ev) : std::string_view();
     if (!InRange(ev, o.from_ns, o.to_ns)) return;
@@ -161,8 +160,8 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   stats->chunks_skipped = reader.stats().chunks_skipped;
   stats->seconds = Since(t0);
   if (plan.mode == PlanMode::kAggregate) {
-    uint64_t end = window_end ? std::min(window_end, std::max(last_ns, window_end - plan.every_ns))
-                              : last_ns;
+    uint64_t end =
+        window_end ? std::min(window_end, std::max(last_ns, window_end - plan.every_ns)) : last_ns;
     sink.Window(plan, interp.TakeWindow(Realtime(info, end)));
   }
   stats->run = interp.stats();

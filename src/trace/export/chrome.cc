@@ -19,7 +19,8 @@ using Json = nlohmann::ordered_json;
 
 class ChromeExporter : public Exporter {
  public:
-  ChromeExporter(FILE* out, const RecordingInfo& info) : out_(out), start_(info.anchor_monotonic_ns) {
+  ChromeExporter(FILE* out, const RecordingInfo& info)
+      : out_(out), start_(info.anchor_monotonic_ns) {
     Json other;
     other["recorder"] = "fay";
     other["backend"] = info.backend;

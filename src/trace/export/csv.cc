@@ -62,8 +62,8 @@ class CsvExporter : public Exporter {
       std::string bufs;
       for (const CapturedBuffer& b : ev.buffers) {
         if (!bufs.empty()) bufs += ' ';
-        bufs += fmt::format("{}:{}:{}", b.arg, b.dir == BufferDir::kIn ? "in" : "out",
-                            Hex(b.bytes));
+        bufs +=
+            fmt::format("{}:{}:{}", b.arg, b.dir == BufferDir::kIn ? "in" : "out", Hex(b.bytes));
       }
       line_ += ',';
       line_ += bufs;

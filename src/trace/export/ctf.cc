@@ -159,7 +159,8 @@ trace {
         "machine\";\n\tfreq = 1000000000;\n\tprecision = 1;\n\toffset_s = {};\n\toffset = {};\n"
         "\tabsolute = false;\n}};\n\n",
         offset_s, offset_ns);
-    m += R"(typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := clock_t;
+    m +=
+        R"(typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := clock_t;
 
 stream {
 	id = 0;

@@ -19,7 +19,8 @@ int ArgCount(int nr) {
 
 std::string ArgName(int nr, int i) {
   const SyscallSignature& sig = Signature(nr);
-  if (sig.decoded && i < sig.nargs && !sig.args[i].name.empty()) return std::string(sig.args[i].name);
+  if (sig.decoded && i < sig.nargs && !sig.args[i].name.empty())
+    return std::string(sig.args[i].name);
   return fmt::format("arg{}", i);
 }
 

@@ -54,7 +54,7 @@ Expected<std::unique_ptr<Exporter>> MakeExporter(const std::string& format, cons
   if (!f) return Error(Code::kIo, fmt::format("cannot create {}: {}", out, strerror(errno)));
   // Large stdio buffers: the exporters write many small pieces.
   if (f != stdout) setvbuf(f, nullptr, _IOFBF, 1 << 20);
-  std::unique_ptr<Exporter> inner = format == "chrome" ? MakeChromeExporter(f, info, options)
+  std::unique_ptr<Exporter> inner = format == "chrome"  ? MakeChromeExporter(f, info, options)
                                     : format == "jsonl" ? MakeJsonlExporter(f, info, options)
                                                         : MakeCsvExporter(f, info, options);
   return std::unique_ptr<Exporter>(std::make_unique<FileExporter>(f, out, std::move(inner)));

@@ -122,8 +122,8 @@ class OfflineTest : public ::testing::Test {
     auto w = trace::Writer::Create(path_, info, wopt);
     ASSERT_TRUE(w.ok()) << w.status().message();
     uint64_t t = 2'000'000;
-    SyscallEvent open = Call(t, 100, "app", sysno::openat,
-                             {static_cast<uint64_t>(-100), 0x1000, 0, 0, 0, 0}, 3);
+    SyscallEvent open =
+        Call(t, 100, "app", sysno::openat, {static_cast<uint64_t>(-100), 0x1000, 0, 0, 0, 0}, 3);
     open.buffers.push_back(Buf(1, BufferDir::kIn, std::string("data.txt") + '\0'));
     (*w)->Append(open);
     for (int i = 0; i < 50; ++i) {
@@ -292,7 +292,8 @@ TEST(FdPaths, OpensDupsClosesAndForks) {
   EXPECT_EQ(paths.Apply(Call(5, 2, "a", sysno::read, {4, 0, 1}, 1)), "/home/u/x/y");
   EXPECT_EQ(paths.Apply(Call(6, 1, "a", sysno::close, {4}, 0)), "/home/u/x/y");
   EXPECT_EQ(paths.Apply(Call(7, 1, "a", sysno::read, {4, 0, 1}, -9)), "");
-  EXPECT_EQ(paths.Apply(Call(8, 2, "a", sysno::read, {4, 0, 1}, 1)), "/home/u/x/y");  // the child's copy
+  EXPECT_EQ(paths.Apply(Call(8, 2, "a", sysno::read, {4, 0, 1}, 1)),
+            "/home/u/x/y");  // the child's copy
   SyscallEvent cd = Call(9, 2, "a", sysno::chdir, {0}, 0);
   cd.buffers.push_back(Buf(0, BufferDir::kIn, std::string("/tmp") + '\0'));
   paths.Apply(cd);
