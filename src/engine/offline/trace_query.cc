@@ -88,6 +88,9 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
     if (status.ok() && !w->status.ok()) status = w->status;
     if (w.get() != workers[0].get()) workers[0]->interp.Merge(w->interp);
   }
+  // Damage found by one reader says nothing of the chunks after it that others read: the caller
+  // redoes the query in file order, which stops at the damage, so the result is the same.
+  if (!status.ok()) return status;
   Interpreter& merged = workers[0]->interp;
   sink.Window(plan, merged.TakeWindow(Realtime(first_info, last_ns)));
   stats->run = merged.stats();
@@ -122,7 +125,9 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     stats->threads = threads;
     Status st = RunParallel(plan, path, o, threads, reader, last_ns, sink, stats);
     stats->seconds = Since(t0);
-    return st;
+    if (st.ok()) return st;
+    *stats = TraceQueryStats{};
+    FAY_ASSIGN_OR_RETURN(reader, trace::Reader::Open(path));
   }
 
   Interpreter interp(plan);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -18,6 +19,8 @@
 #include "engine/output/sink.h"
 #include "query/compile.h"
 #include "schema/syscall_table.h"
+#include "trace/format.h"
+#include "trace/reader.h"
 #include "trace/writer.h"
 
 namespace fay {
@@ -253,6 +256,44 @@ TEST_F(OfflineTest, EveryCutsWindowsOnTraceTime) {
   EXPECT_EQ(total, 3055u);
   EXPECT_EQ(out.windows[0].rows[0].aggs[0].Count(), 0u);  // [1 ms, 2 ms): nothing yet
   EXPECT_EQ(out.windows[1].rows[0].aggs[0].Count(), 1000u);
+}
+
+TEST_F(OfflineTest, DamageStopsTheParallelQueryWhereTheSerialOneStops) {
+  WriteTrace();
+  auto reader = trace::Reader::Open(path_);
+  ASSERT_TRUE(reader.ok());
+  uint64_t target = 0;
+  int seen = 0;
+  for (const trace::ChunkRef& c : reader->chunks())
+    if (c.type == trace::ChunkType::kEvents && ++seen == 3)
+      target = c.offset + trace::kChunkHeaderSize + 1;
+  ASSERT_GT(target, 0u);
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(target), SEEK_SET);
+    int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(target), SEEK_SET);
+    std::fputc(c ^ 0x5a, f);
+    std::fclose(f);
+  }
+  auto plan = Compile("syscall:* | count() as n");
+  ASSERT_TRUE(plan.ok());
+  uint64_t counts[2];
+  for (unsigned threads : {1u, 4u}) {
+    CaptureSink sink;
+    TraceQueryStats stats;
+    TraceQueryOptions opt;
+    opt.threads = threads;
+    Status st = RunTraceQuery(*plan, path_, opt, sink, &stats);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("CRC32C mismatch"), std::string::npos) << st.message();
+    ASSERT_EQ(sink.windows.size(), 1u);
+    counts[threads == 1 ? 0 : 1] = sink.windows[0].rows[0].aggs[0].Count();
+  }
+  EXPECT_GT(counts[0], 0u);
+  EXPECT_LT(counts[0], 3055u);
+  EXPECT_EQ(counts[0], counts[1]);
 }
 
 TEST(TraceCatalog, OnlySyscallProbesAndTheRecordingFields) {
