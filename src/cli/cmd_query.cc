@@ -90,7 +90,6 @@ int RunTraceQuery(const QueryOptions& opt) {
   if (!opt.command.empty() || opt.pid)
     return Fail(Error(Code::kInvalidArgument,
                       "-c and -p select live processes; they cannot be combined with -i"));
-  if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
   // The trace is opened first: a bad file is reported before any query error.
   auto reader = trace::Reader::Open(opt.input);
   if (!reader.ok()) return Fail(reader.status());
@@ -114,6 +113,11 @@ int RunTraceQuery(const QueryOptions& opt) {
   PlanOptions popt;
   popt.max_keys = opt.max_keys;
   auto plan = CompileQuery(opt.query, catalog, popt);
+  if (!catalog.fallback_reason().empty())
+    fmt::print(stderr,
+               "fay: note: syscall probes described by fay's syscall table, not tracefs ({}); "
+               "arguments carry the table's names\n",
+               catalog.fallback_reason());
   if (!plan.ok()) return Fail(plan.status());
 
   std::unique_ptr<OutputSink> sink =

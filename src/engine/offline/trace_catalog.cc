@@ -22,14 +22,22 @@ Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) 
                              "(use syscall:NAME or syscall:*)",
                              provider.empty() ? std::string(s) : provider + ":..."));
   }
-  FAY_ASSIGN_OR_RETURN(std::vector<ProbeInfo> probes, live_.Resolve(spec));
-  for (ProbeInfo& p : probes) AddTraceFields(p);
+  Expected<std::vector<ProbeInfo>> probes =
+      fallback_reason_.empty() ? live_.Resolve(spec) : table_.Resolve(spec);
+  if (!probes.ok() && fallback_reason_.empty() && probes.status().code() != Code::kNotFound &&
+      probes.status().code() != Code::kInvalidArgument) {
+    fallback_reason_ = probes.status().message();
+    probes = table_.Resolve(spec);
+  }
+  if (!probes.ok()) return probes.status();
+  for (ProbeInfo& p : *probes) AddTraceFields(p);
   return probes;
 }
 
 std::vector<std::string> TraceCatalog::Nearest(const std::string& spec, size_t n) {
   std::vector<std::string> out;
-  for (std::string& name : live_.Nearest(spec, n + 8)) {
+  ProbeCatalog& names = fallback_reason_.empty() ? live_ : table_;
+  for (std::string& name : names.Nearest(spec, n + 8)) {
     if (name.rfind("syscall:", 0) == 0 && out.size() < n) out.push_back(std::move(name));
   }
   return out;

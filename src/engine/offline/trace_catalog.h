@@ -6,13 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "engine/offline/table_catalog.h"
 #include "schema/probe.h"
 
 namespace fay {
 
 class TraceCatalog : public ProbeCatalog {
  public:
-  // `live` resolves the syscall probes (the system catalog); it must outlive this one.
+  // `live` resolves the syscall probes (the system catalog); it must outlive this one. When it
+  // cannot (no tracefs, no permission: reading a trace must not need root), fay's syscall table
+  // describes them instead, and fallback_reason() says why.
   explicit TraceCatalog(ProbeCatalog& live) : live_(live) {}
 
   // Only "syscall:..." specs: a trace holds recorded syscalls, nothing else. Any other provider
@@ -26,8 +29,12 @@ class TraceCatalog : public ProbeCatalog {
   // keys within the plan's key size limit, which offline plans share with live ones.
   static constexpr int kPathLen = 128;
 
+  const std::string& fallback_reason() const { return fallback_reason_; }
+
  private:
   ProbeCatalog& live_;
+  SyscallTableCatalog table_;
+  std::string fallback_reason_;
 };
 
 }  // namespace fay

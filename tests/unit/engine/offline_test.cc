@@ -14,6 +14,7 @@
 #include "common/strings.h"
 #include "engine/offline/event_builder.h"
 #include "engine/offline/fd_paths.h"
+#include "engine/offline/table_catalog.h"
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
 #include "engine/output/sink.h"
@@ -26,38 +27,14 @@
 namespace fay {
 namespace {
 
-// Syscall probes typed from the syscall table, as tracefs would name them (no tracefs needed).
-class TableCatalog : public ProbeCatalog {
+// Syscall probes from the syscall table: no tracefs needed.
+using TableCatalog = SyscallTableCatalog;
+
+// A live catalog that may not read tracefs.
+class DeniedCatalog : public ProbeCatalog {
  public:
-  Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override {
-    std::vector<ProbeInfo> out;
-    for (const SyscallInfo& s : Syscalls()) {
-      std::string name = "syscall:" + std::string(s.name);
-      if (!GlobMatch(spec, name)) continue;
-      ProbeInfo p;
-      p.name = name;
-      p.kind = ProbeKind::kSyscall;
-      p.syscall_nr = s.nr;
-      p.fields = CommonFields();
-      const SyscallSignature& sig = Signature(s.nr);
-      for (int i = 0; i < sig.nargs; ++i) {
-        Field f;
-        f.name = "args." + std::string(sig.args[i].name);
-        bool str = sig.args[i].type == ArgType::kPath || sig.args[i].type == ArgType::kString;
-        bool int32 = sig.args[i].type == ArgType::kFd || sig.args[i].type == ArgType::kDirfd ||
-                     sig.args[i].type == ArgType::kInt;
-        f.type = str ? Type::UserPtr() : Type::Int(int32);
-        f.c_type = int32 ? "int" : "unsigned long";
-        f.index = i;
-        p.fields.push_back(f);
-      }
-      p.fields.push_back({"ret", Type::Int(true), FieldSource::kRet, 0, 8, 0, "long"});
-      p.fields.push_back({"errno", Type::Int(true), FieldSource::kErrno, 0, 8, 0, "int"});
-      p.fields.push_back({"latency", Type::Int(false), FieldSource::kLatency, 0, 8, 0, "u64"});
-      out.push_back(std::move(p));
-    }
-    if (out.empty()) return Error(Code::kNotFound, "unknown probe '" + spec + "'");
-    return out;
+  Expected<std::vector<ProbeInfo>> Resolve(const std::string&) override {
+    return Error(Code::kPermission, "cannot list /sys/kernel/tracing/events: Permission denied");
   }
   std::vector<std::string> Nearest(const std::string&, size_t) override { return {}; }
 };
@@ -312,6 +289,22 @@ TEST(TraceCatalog, OnlySyscallProbesAndTheRecordingFields) {
                                       "trace"),
             std::string::npos)
       << q.status().message();
+}
+
+TEST(TraceCatalog, FallsBackToTheSyscallTableWithoutTracefs) {
+  DeniedCatalog denied;
+  TraceCatalog catalog(denied);
+  auto plan = CompileQuery("syscall:openat | count() by str(args.pathname), path", catalog, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_NE(catalog.fallback_reason().find("Permission denied"), std::string::npos);
+  const ProbeInfo& p = plan->probes[0];
+  EXPECT_EQ(p.syscall_nr, sysno::openat);
+  EXPECT_EQ(p.FindField("args.dirfd")->c_type, "int");  // int-sized: the low half, as live
+  EXPECT_TRUE(p.FindField("args.pathname")->type.user_ptr);
+  auto bad = CompileQuery("syscall:opnat | count()", catalog, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("HINT: did you mean: syscall:openat"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(FdPaths, OpensDupsClosesAndForks) {
