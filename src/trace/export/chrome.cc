@@ -6,83 +6,92 @@
 // events (ph "i"). Timestamps are microseconds from the start of the recording.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "trace/export/event_fields.h"
 #include "trace/export/exporter.h"
+#include "trace/export/json_writer.h"
 
 namespace fay::trace {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 class ChromeExporter : public Exporter {
  public:
   ChromeExporter(FILE* out, const RecordingInfo& info)
       : out_(out), start_(info.anchor_monotonic_ns) {
-    Json other;
-    other["recorder"] = "fay";
-    other["backend"] = info.backend;
-    other["host"] = info.host;
-    other["kernel"] = info.kernel;
-    std::string head = "{\"otherData\":" + Dump(other) + ",\"displayTimeUnit\":\"ns\",";
-    head += "\"traceEvents\":[\n";
+    std::string head;
+    JsonWriter j(head);
+    j.BeginObject();
+    j.Key("otherData").BeginObject();
+    j.Key("recorder").String("fay");
+    j.Key("backend").String(info.backend);
+    j.Key("host").String(info.host);
+    j.Key("kernel").String(info.kernel);
+    j.EndObject();
+    j.Key("displayTimeUnit").String("ns");
+    // The object stays open: traceEvents is streamed, and Finish closes both.
+    head += ",\"traceEvents\":[\n";
     fwrite(head.data(), 1, head.size(), out_);
   }
 
   Status Syscall(const SyscallEvent& ev) override {
     Names(ev.pid, ev.tid, Comm(ev));
-    Json j;
-    j["name"] = SyscallEventName(ev.nr);
-    j["cat"] = "syscall";
-    j["ph"] = "X";
-    j["ts"] = Micros(ev.entry_ns);
-    j["dur"] = Latency(ev) / 1000.0;
-    j["pid"] = ev.pid;
-    j["tid"] = ev.tid;
-    Json args;
+    JsonWriter j(Begin());
+    j.BeginObject();
+    j.Key("name").String(SyscallEventName(ev.nr));
+    j.Key("cat").String("syscall");
+    j.Key("ph").String("X");
+    j.Key("ts").Double(Micros(ev.entry_ns));
+    j.Key("dur").Double(Latency(ev) / 1000.0);
+    j.Key("pid").Int(ev.pid);
+    j.Key("tid").Int(ev.tid);
+    j.Key("args").BeginObject();
     for (int i = 0; i < ArgCount(ev.nr); ++i) {
       int64_t v = ArgInt(ev.nr, i, ev.args[i]);
+      j.Key(ArgName(ev.nr, i));
       if (ArgSigned(ev.nr, i))
-        args[ArgName(ev.nr, i)] = v;
+        j.Int(v);
       else
-        args[ArgName(ev.nr, i)] = fmt::format("{:#x}", static_cast<uint64_t>(v));
+        j.String(fmt::format("{:#x}", static_cast<uint64_t>(v)));
     }
+    j.Key("ret");
     if (ev.flags & kEventNoExit)
-      args["ret"] = nullptr;
+      j.Null();
     else
-      args["ret"] = ev.ret;
-    args["errno"] = Errno(ev);
-    args["bytes"] = CapturedBytes(ev);
-    args["call"] = CallText(ev);
-    j["args"] = std::move(args);
-    Emit(j);
+      j.Int(ev.ret);
+    j.Key("errno").Int(Errno(ev));
+    j.Key("bytes").Uint(CapturedBytes(ev));
+    j.Key("call").String(CallText(ev));
+    j.EndObject();
+    j.EndObject();
+    End();
     return Status::Ok();
   }
 
   Status Process(const ProcessEvent& ev) override {
-    Json j;
-    j["name"] = ev.kind == ProcessEventKind::kFork   ? "fork"
-                : ev.kind == ProcessEventKind::kExec ? "exec"
-                                                     : "exit";
-    j["cat"] = "process";
-    j["ph"] = "i";
-    j["s"] = "t";
-    j["ts"] = Micros(ev.time_ns);
-    j["pid"] = ev.pid;
-    j["tid"] = ev.tid;
-    Json args;
+    JsonWriter j(Begin());
+    j.BeginObject();
+    j.Key("name").String(ev.kind == ProcessEventKind::kFork   ? "fork"
+                         : ev.kind == ProcessEventKind::kExec ? "exec"
+                                                              : "exit");
+    j.Key("cat").String("process");
+    j.Key("ph").String("i");
+    j.Key("s").String("t");
+    j.Key("ts").Double(Micros(ev.time_ns));
+    j.Key("pid").Int(ev.pid);
+    j.Key("tid").Int(ev.tid);
+    j.Key("args").BeginObject();
     if (ev.kind == ProcessEventKind::kFork) {
-      args["parent_pid"] = ev.parent_pid;
-      args["thread"] = ev.is_thread;
+      j.Key("parent_pid").Int(ev.parent_pid);
+      j.Key("thread").Bool(ev.is_thread);
     } else if (ev.kind == ProcessEventKind::kExec) {
-      args["path"] = ev.path;
+      j.Key("path").String(ev.path);
     } else {
-      args["status"] = ev.exit_status;
+      j.Key("status").Int(ev.exit_status);
     }
-    j["args"] = std::move(args);
-    Emit(j);
+    j.EndObject();
+    j.EndObject();
+    End();
     return Status::Ok();
   }
 
@@ -93,30 +102,31 @@ class ChromeExporter : public Exporter {
   }
 
  private:
-  static std::string Dump(const Json& j) {
-    return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-  }
-
   double Micros(uint64_t ns) const {
     return ns >= start_ ? (ns - start_) / 1000.0 : -((start_ - ns) / 1000.0);
   }
 
-  void Emit(const Json& j) {
+  // The line of the next event, after the separator from the previous one.
+  std::string& Begin() {
     line_.clear();
     if (!first_) line_ += ",\n";
     first_ = false;
-    line_ += Dump(j);
-    fwrite(line_.data(), 1, line_.size(), out_);
+    return line_;
   }
+  void End() { fwrite(line_.data(), 1, line_.size(), out_); }
 
   void Meta(const char* what, int32_t pid, int32_t tid, std::string_view name) {
-    Json j;
-    j["name"] = what;
-    j["ph"] = "M";
-    j["pid"] = pid;
-    j["tid"] = tid;
-    j["args"]["name"] = std::string(name);
-    Emit(j);
+    JsonWriter j(Begin());
+    j.BeginObject();
+    j.Key("name").String(what);
+    j.Key("ph").String("M");
+    j.Key("pid").Int(pid);
+    j.Key("tid").Int(tid);
+    j.Key("args").BeginObject();
+    j.Key("name").String(name);
+    j.EndObject();
+    j.EndObject();
+    End();
   }
 
   // One entry per thread: the memory is bounded by the threads, not the events.

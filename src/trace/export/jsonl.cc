@@ -1,90 +1,93 @@
 // JSON Lines: one object per event, syscalls and process events alike ("type" tells them
 // apart). Field names follow the query language (time, pid, tid, comm, args.*, ret, errno,
 // latency, bytes), so a row reads like the event a query sees.
-#include <nlohmann/json.hpp>
-
 #include "trace/export/event_fields.h"
 #include "trace/export/exporter.h"
+#include "trace/export/json_writer.h"
 
 namespace fay::trace {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 class JsonlExporter : public Exporter {
  public:
   JsonlExporter(FILE* out, const ExportOptions& options) : out_(out), options_(options) {}
 
   Status Syscall(const SyscallEvent& ev) override {
-    Json j;
-    j["type"] = "syscall";
-    j["time"] = ev.entry_ns;
-    j["pid"] = ev.pid;
-    j["tid"] = ev.tid;
-    j["ppid"] = ev.ppid;
-    j["uid"] = ev.uid;
-    j["comm"] = std::string(Comm(ev));
-    j["syscall"] = SyscallEventName(ev.nr);
-    Json args = Json::object();
+    line_.clear();
+    JsonWriter j(line_);
+    j.BeginObject();
+    j.Key("type").String("syscall");
+    j.Key("time").Uint(ev.entry_ns);
+    j.Key("pid").Int(ev.pid);
+    j.Key("tid").Int(ev.tid);
+    j.Key("ppid").Int(ev.ppid);
+    j.Key("uid").Uint(ev.uid);
+    j.Key("comm").String(Comm(ev));
+    j.Key("syscall").String(SyscallEventName(ev.nr));
+    j.Key("args").BeginObject();
     for (int i = 0; i < ArgCount(ev.nr); ++i) {
+      int64_t v = ArgInt(ev.nr, i, ev.args[i]);
+      j.Key(ArgName(ev.nr, i));
       if (ArgSigned(ev.nr, i))
-        args[ArgName(ev.nr, i)] = ArgInt(ev.nr, i, ev.args[i]);
+        j.Int(v);
       else
-        args[ArgName(ev.nr, i)] = static_cast<uint64_t>(ArgInt(ev.nr, i, ev.args[i]));
+        j.Uint(static_cast<uint64_t>(v));
     }
-    j["args"] = std::move(args);
-    if (ev.flags & kEventNoExit) {
-      j["ret"] = nullptr;
-    } else {
-      j["ret"] = ev.ret;
-    }
-    j["errno"] = Errno(ev);
-    j["latency"] = Latency(ev);
-    j["bytes"] = CapturedBytes(ev);
-    j["text"] = CallText(ev);
+    j.EndObject();
+    j.Key("ret");
+    if (ev.flags & kEventNoExit)
+      j.Null();
+    else
+      j.Int(ev.ret);
+    j.Key("errno").Int(Errno(ev));
+    j.Key("latency").Uint(Latency(ev));
+    j.Key("bytes").Uint(CapturedBytes(ev));
+    j.Key("text").String(CallText(ev));
     if (options_.buffers && !ev.buffers.empty()) {
-      Json bufs = Json::array();
+      j.Key("buffers").BeginArray();
       for (const CapturedBuffer& b : ev.buffers) {
-        Json jb;
-        jb["arg"] = b.arg;
-        jb["sub"] = b.sub;
-        jb["dir"] = b.dir == BufferDir::kIn ? "in" : "out";
-        jb["length"] = b.length;
-        jb["truncated"] = b.truncated;
-        jb["captured"] = !b.not_captured;
-        jb["hex"] = Hex(b.bytes);
-        bufs.push_back(std::move(jb));
+        j.BeginObject();
+        j.Key("arg").Uint(b.arg);
+        j.Key("sub").Uint(b.sub);
+        j.Key("dir").String(b.dir == BufferDir::kIn ? "in" : "out");
+        j.Key("length").Uint(b.length);
+        j.Key("truncated").Bool(b.truncated);
+        j.Key("captured").Bool(!b.not_captured);
+        j.Key("hex").String(Hex(b.bytes));
+        j.EndObject();
       }
-      j["buffers"] = std::move(bufs);
+      j.EndArray();
     }
-    return Write(j);
+    j.EndObject();
+    return Write();
   }
 
   Status Process(const ProcessEvent& ev) override {
-    Json j;
-    j["type"] = ev.kind == ProcessEventKind::kFork   ? "fork"
-                : ev.kind == ProcessEventKind::kExec ? "exec"
-                                                     : "exit";
-    j["time"] = ev.time_ns;
-    j["pid"] = ev.pid;
-    j["tid"] = ev.tid;
+    line_.clear();
+    JsonWriter j(line_);
+    j.BeginObject();
+    j.Key("type").String(ev.kind == ProcessEventKind::kFork   ? "fork"
+                         : ev.kind == ProcessEventKind::kExec ? "exec"
+                                                              : "exit");
+    j.Key("time").Uint(ev.time_ns);
+    j.Key("pid").Int(ev.pid);
+    j.Key("tid").Int(ev.tid);
     if (ev.kind == ProcessEventKind::kFork) {
-      j["parent_pid"] = ev.parent_pid;
-      j["thread"] = ev.is_thread;
+      j.Key("parent_pid").Int(ev.parent_pid);
+      j.Key("thread").Bool(ev.is_thread);
     } else if (ev.kind == ProcessEventKind::kExec) {
-      j["path"] = ev.path;
+      j.Key("path").String(ev.path);
     } else {
-      j["status"] = ev.exit_status;
+      j.Key("status").Int(ev.exit_status);
     }
-    return Write(j);
+    j.EndObject();
+    return Write();
   }
 
   Status Finish() override { return Status::Ok(); }
 
  private:
-  Status Write(const Json& j) {
-    // Recorded strings are bytes; invalid UTF-8 becomes U+FFFD rather than an exception.
-    line_ = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  Status Write() {
     line_ += '\n';
     fwrite(line_.data(), 1, line_.size(), out_);
     return Status::Ok();

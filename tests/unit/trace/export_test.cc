@@ -9,6 +9,7 @@
 
 #include "schema/syscall_table.h"
 #include "trace/export/exporter.h"
+#include "trace/export/json_writer.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
 #include "trace_test_util.h"
@@ -210,6 +211,29 @@ TEST(Export, DamagedChunkExportsThePrefixAndReportsTheDamage) {
   EXPECT_GT(st.syscalls, 0u);
   EXPECT_LT(st.syscalls, 26u);
   EXPECT_EQ(Lines(Slurp(dir.File("o.jsonl"))).size(), st.syscalls + st.processes);
+}
+
+TEST(JsonWriter, NestingEscapingAndInvalidUtf8) {
+  std::string out;
+  JsonWriter j(out);
+  j.BeginObject();
+  j.Key("a").Int(-1);
+  j.Key("b").BeginArray();
+  j.Uint(2);
+  j.Double(0.5);
+  j.BeginObject();
+  j.EndObject();
+  j.Null();
+  j.EndArray();
+  j.Key("s").String(std::string("q\"\\\n\x01\xc3\xa9\xff\xe2\x82", 10));
+  j.Key("t").Bool(true);
+  j.EndObject();
+  EXPECT_EQ(out,
+            "{\"a\":-1,\"b\":[2,0.5,{},null],\"s\":\"q\\\"\\\\\\n\\u0001\xc3\xa9\\ufffd\\ufffd"
+            "\\ufffd\",\"t\":true}")
+      << out;
+  auto parsed = nlohmann::json::parse(out);
+  EXPECT_EQ(parsed["s"], "q\"\\\n\x01\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
 }
 
 TEST(Export, UnknownFormatIsRefused) {
