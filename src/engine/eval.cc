@@ -187,6 +187,63 @@ bool Truthy(const Value& v) {
   return i && *i != 0;
 }
 
+namespace {
+
+// Whether the value changed: an unchanged key lets the interpreter skip its group lookup.
+bool AssignString(Value* out, std::string_view s) {
+  if (auto* str = std::get_if<std::string>(out)) {
+    if (*str == s) return false;
+    str->assign(s);
+  } else {
+    *out = std::string(s);
+  }
+  return true;
+}
+
+bool AssignInt(Value* out, int64_t v) {
+  if (const auto* i = std::get_if<int64_t>(out); i && *i == v) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+Status EvalInto(const Expr& e, const Event& ev, const ProbeInfo& probe, Value* out, bool* changed) {
+  bool dummy;
+  if (!changed) changed = &dummy;
+  if (e.kind == ExprKind::kField) {
+    if (const Field* f = FieldOf(e, ev.probe_index, probe)) {
+      if (f->source == FieldSource::kProbe) {
+        *changed = AssignString(out, probe.name);
+        return Status::Ok();
+      }
+      size_t idx = static_cast<size_t>(e.field_index[ev.probe_index]);
+      if (f->source != FieldSource::kFunc && idx < ev.values.size()) {
+        const Value& v = ev.values[idx];
+        if (const auto* i = std::get_if<int64_t>(&v)) {
+          *changed = AssignInt(out, *i);
+          return Status::Ok();
+        }
+        if (const auto* s = std::get_if<std::string>(&v); s && f->type.kind == TypeKind::kString) {
+          // BoundedString without a temporary: up to the first NUL, at most str_len - 1 bytes.
+          size_t limit = s->size();
+          if (f->type.str_len > 0)
+            limit = std::min(limit, static_cast<size_t>(f->type.str_len - 1));
+          const char* p = s->data();
+          size_t n = 0;
+          while (n < limit && p[n]) ++n;
+          *changed = AssignString(out, std::string_view(p, n));
+          return Status::Ok();
+        }
+      }
+    }
+  }
+  FAY_ASSIGN_OR_RETURN(Value v, EvalExpr(e, ev, probe));
+  *changed = !(v == *out);
+  if (*changed) *out = std::move(v);
+  return Status::Ok();
+}
+
 Expected<Value> EvalExpr(const Expr& e, const Event& ev, const ProbeInfo& probe) {
   switch (e.kind) {
     case ExprKind::kInt:

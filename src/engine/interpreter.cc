@@ -47,13 +47,12 @@ bool Interpreter::UpdateAgg(AggState& state, const AggSlot& slot, const Event& e
       return true;
     }
   }
-  auto v = EvalExpr(arg, e, probe);
-  if (!v.ok()) return Fail(v.status());
-  if (const auto* i = std::get_if<int64_t>(&*v)) {
+  if (Status st = EvalInto(arg, e, probe, &arg_); !st.ok()) return Fail(st);
+  if (const auto* i = std::get_if<int64_t>(&arg_)) {
     state.Update(*i);
     return true;
   }
-  if (const auto* s = std::get_if<std::string>(&*v)) {
+  if (const auto* s = std::get_if<std::string>(&arg_)) {
     const Field* f = FieldOf(arg, e.probe_index, probe);
     int len = f ? f->type.str_len : arg.type.str_len;
     state.UpdateString(*s, len > 0 ? len : 64);
@@ -65,29 +64,60 @@ bool Interpreter::UpdateAgg(AggState& state, const AggSlot& slot, const Event& e
 void Interpreter::Process(const Event& e) {
   if (!Admit(e)) return;
   const ProbeInfo& probe = plan_.probes[e.probe_index];
-  std::vector<Value> key;
-  key.reserve(plan_.keys.size());
-  for (const Slot& slot : plan_.keys) {
-    auto v = EvalExpr(*slot.expr, e, probe);
-    if (!v.ok()) {
-      Fail(v.status());
+  // key_ holds the previous event's key while last_ is valid; only a changed key is looked up.
+  bool changed = key_.size() != plan_.keys.size();
+  key_.resize(plan_.keys.size());
+  for (size_t i = 0; i < plan_.keys.size(); ++i) {
+    bool c = false;
+    if (Status st = EvalInto(*plan_.keys[i].expr, e, probe, &key_[i], &c); !st.ok()) {
+      last_ = groups_.end();
+      Fail(st);
       return;
     }
-    key.push_back(std::move(*v));
+    changed |= c;
   }
-  auto it = groups_.find(key);
-  if (it == groups_.end()) {
-    // Mirrors the probe's hash map: a new key beyond max_keys is not inserted.
-    if (plan_.max_keys > 0 && groups_.size() >= plan_.max_keys) {
-      ++stats_.map_full;
-      return;
+  auto it = last_;
+  if (it == groups_.end() || changed) {
+    it = groups_.find(key_);
+    if (it == groups_.end()) {
+      // Mirrors the probe's hash map: a new key beyond max_keys is not inserted.
+      if (plan_.max_keys > 0 && groups_.size() >= plan_.max_keys) {
+        ++stats_.map_full;
+        last_ = groups_.end();
+        return;
+      }
+      std::vector<AggState> states;
+      states.reserve(plan_.aggs.size());
+      for (const AggSlot& a : plan_.aggs) states.emplace_back(SpecOf(*a.item));
+      it = groups_.emplace(key_, std::move(states)).first;
     }
-    std::vector<AggState> states;
-    states.reserve(plan_.aggs.size());
-    for (const AggSlot& a : plan_.aggs) states.emplace_back(SpecOf(*a.item));
-    it = groups_.emplace(std::move(key), std::move(states)).first;
+    last_ = it;
   }
   for (size_t i = 0; i < plan_.aggs.size(); ++i) UpdateAgg(it->second[i], plan_.aggs[i], e);
+}
+
+void Interpreter::Merge(Interpreter& other) {
+  stats_.events_seen += other.stats_.events_seen;
+  stats_.events_matched += other.stats_.events_matched;
+  stats_.dropped += other.stats_.dropped;
+  stats_.map_full += other.stats_.map_full;
+  stats_.read_errors += other.stats_.read_errors;
+  if (first_error_.ok() && !other.first_error_.ok()) first_error_ = other.first_error_;
+  for (auto& [key, states] : other.groups_) {
+    auto it = groups_.find(key);
+    if (it == groups_.end()) {
+      if (plan_.max_keys > 0 && groups_.size() >= plan_.max_keys) {
+        ++stats_.map_full;
+        continue;
+      }
+      groups_.emplace(key, std::move(states));
+      continue;
+    }
+    for (size_t i = 0; i < states.size() && i < it->second.size(); ++i)
+      it->second[i].Merge(states[i]);
+  }
+  other.groups_.clear();
+  other.last_ = other.groups_.end();
 }
 
 ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
@@ -102,6 +132,7 @@ ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
   rs.rows.reserve(groups_.size());
   for (auto& [key, states] : groups_) rs.rows.push_back(Row{key, std::move(states)});
   groups_.clear();
+  last_ = groups_.end();
   return rs;
 }
 

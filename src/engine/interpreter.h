@@ -19,6 +19,9 @@ class Interpreter {
  public:
   // The plan (and the query it points into) must outlive the interpreter.
   explicit Interpreter(const Plan& plan, uint64_t sample_seed = kDefaultSampleSeed);
+  // Not copyable or movable: last_ points into groups_.
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // kAggregate: folds one event into the current window.
   void Process(const Event& e);
@@ -27,6 +30,10 @@ class Interpreter {
   ResultSet TakeWindow(uint64_t window_end_ns);
   // kSelect: the selected columns, or nullopt when the event is filtered out (or not evaluable).
   std::optional<std::vector<Value>> Select(const Event& e);
+
+  // Folds another interpreter's current window into this one (same plan): the parallel
+  // readers of a trace each run one interpreter over their chunks, then merge.
+  void Merge(Interpreter& other);
 
   const RunStats& stats() const { return stats_; }
   // The first evaluation error (events that fail to evaluate are dropped), or Ok.
@@ -44,7 +51,13 @@ class Interpreter {
   Status first_error_;
   // Sampling draws from its own PRNG: keeps probability num/den, not the probe's exact choices.
   std::mt19937_64 rng_;
-  std::map<std::vector<Value>, std::vector<AggState>> groups_;
+  using Groups = std::map<std::vector<Value>, std::vector<AggState>>;
+  Groups groups_;
+  // Scratch reused across events, and the group the previous event went to: consecutive events
+  // mostly share their key (one process's calls come in runs), which saves the map lookup.
+  std::vector<Value> key_;
+  Value arg_;
+  Groups::iterator last_ = groups_.end();
 };
 
 }  // namespace fay

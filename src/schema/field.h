@@ -53,6 +53,9 @@ enum class FieldSource {
   kFunc,       // string: the matched symbol name
   // profile: the user stack, usable as a key.
   kUserStack,
+  // Recorded syscalls only (fay query -i): what the trace holds beyond the live probe.
+  kBytes,  // captured buffer bytes of the call, summed over its buffers
+  kPath,   // string: the path an fd-based call's descriptor names, from the reader's fd table
 };
 
 struct Field {

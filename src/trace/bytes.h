@@ -93,6 +93,11 @@ class ByteReader {
     return true;
   }
   bool Varint(uint64_t* v) {
+    // One byte is the common case (small deltas): decoding speed is query speed offline.
+    if (p_ != end_ && *p_ < 0x80) {
+      *v = *p_++;
+      return true;
+    }
     uint64_t r = 0;
     for (int shift = 0; shift < 70; shift += 7) {
       if (p_ == end_) return false;

@@ -133,7 +133,17 @@ struct PendingBlob {
   uint64_t size;
 };
 
-bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, SyscallEvent* ev,
+// The thread and the syscall of the previous record: runs of one thread's calls, and of one
+// syscall, are the common case, and these save the two hash lookups per record that otherwise
+// dominate decoding. Pointers into unordered_map stay valid as it grows.
+struct DecodeCache {
+  int32_t tid = 0;
+  ChunkCodecState::ThreadContext* thread = nullptr;
+  int32_t nr = 0;
+  std::array<uint64_t, 6>* args = nullptr;
+};
+
+bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, DecodeCache& cache, SyscallEvent* ev,
                        std::vector<PendingBlob>* blobs) {
   uint64_t bits, uid, comm_len, u;
   int64_t s, tid_delta;
@@ -153,12 +163,17 @@ bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, SyscallEvent* ev,
     std::memcpy(ctx.comm.data(), comm, comm_len);
     st.threads[ev->tid] = ctx;
   }
-  auto it = st.threads.find(ev->tid);
-  if (it == st.threads.end()) return false;  // a thread's first record must carry its context
-  ev->pid = it->second.pid;
-  ev->ppid = it->second.ppid;
-  ev->uid = it->second.uid;
-  ev->comm = it->second.comm;
+  if (!cache.thread || cache.tid != ev->tid || (bits & kHasContext)) {
+    auto it = st.threads.find(ev->tid);
+    if (it == st.threads.end()) return false;  // a thread's first record must carry its context
+    cache.tid = ev->tid;
+    cache.thread = &it->second;
+  }
+  const ChunkCodecState::ThreadContext& thread = *cache.thread;
+  ev->pid = thread.pid;
+  ev->ppid = thread.ppid;
+  ev->uid = thread.uid;
+  ev->comm = thread.comm;
   if (!r.Zigzag(&s)) return false;
   ev->entry_ns = st.prev_time + static_cast<uint64_t>(s);
   st.prev_time = ev->entry_ns;
@@ -169,7 +184,11 @@ bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, SyscallEvent* ev,
   }
   if (!r.Zigzag(&s)) return false;
   ev->nr = static_cast<int32_t>(s);
-  auto& prev = st.PrevArgs(ev->nr);
+  if (!cache.args || cache.nr != ev->nr) {
+    cache.nr = ev->nr;
+    cache.args = &st.PrevArgs(ev->nr);
+  }
+  auto& prev = *cache.args;
   for (int i = 0; i < 6; ++i) {
     if (!r.Zigzag(&s)) return false;
     ev->args[i] = prev[i] + static_cast<uint64_t>(s);
@@ -237,6 +256,7 @@ bool DecodeProcessBody(ByteReader& r, ChunkCodecState& st, ProcessEvent* ev) {
 
 Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeSinks& sinks) {
   ChunkCodecState st;
+  DecodeCache cache;
   ByteReader r(data, n);
   SyscallEvent sys;
   ProcessEvent proc;
@@ -255,7 +275,7 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
     switch (static_cast<RecordKind>(kind)) {
       case RecordKind::kSyscall: {
         blobs.clear();
-        if (!DecodeSyscallBody(br, st, &sys, &blobs)) return bad("malformed syscall record");
+        if (!DecodeSyscallBody(br, st, cache, &sys, &blobs)) return bad("malformed syscall record");
         if (sinks.want_syscall && !sinks.want_syscall(sys)) break;
         for (const PendingBlob& pb : blobs) {
           Status s = sinks.blob(pb.hash, pb.size, &sys.buffers[pb.buffer].bytes);

@@ -42,6 +42,10 @@ struct ReadFilter {
   uint64_t from_ns = 0;
   uint64_t to_ns = std::numeric_limits<uint64_t>::max();
   std::vector<int32_t> tids;  // empty: every thread
+  // Parallel readers split the events chunks: the k-th events chunk in file order is read only
+  // when k % shards == shard. Each chunk decodes on its own, so any split gives every event once.
+  uint32_t shard = 0;
+  uint32_t shards = 1;
 
   bool Matches(const SyscallEvent& ev) const;
   bool Matches(const ProcessEvent& ev) const;

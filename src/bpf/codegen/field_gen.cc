@@ -153,6 +153,11 @@ void GenField(Gen& g, const Expr& expr) {
     case FieldSource::kDataLoc:
       g.Fail(fmt::format("internal: string field {} used as an integer", f.name));
       return;
+    case FieldSource::kBytes:
+    case FieldSource::kPath:
+      // Only trace-file probes publish these; a live probe never resolves them.
+      g.Fail(fmt::format("internal: field {} exists only in recorded traces", f.name));
+      return;
   }
 }
 

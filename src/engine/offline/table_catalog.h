@@ -1,0 +1,20 @@
+// Syscall probes described by fay's own syscall table, for reading a trace where tracefs cannot
+// be read (an unprivileged user, a container without it). Names and types follow the table, so
+// an argument may be named differently than live (`args.pathname` where tracefs says
+// `args.filename`); with tracefs, the live catalog is used instead.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schema/probe.h"
+
+namespace fay {
+
+class SyscallTableCatalog : public ProbeCatalog {
+ public:
+  Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override;
+  std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
+};
+
+}  // namespace fay

@@ -1,0 +1,46 @@
+#include "engine/offline/trace_catalog.h"
+
+#include <fmt/format.h>
+
+#include "common/strings.h"
+
+namespace fay {
+
+void TraceCatalog::AddTraceFields(ProbeInfo& probe) {
+  probe.fields.push_back(
+      {"bytes", Type::Int(false), FieldSource::kBytes, 0, 8, 0, "u64 captured bytes"});
+  probe.fields.push_back(
+      {"path", Type::Str(kPathLen), FieldSource::kPath, 0, kPathLen, 0, "char[128] fd path"});
+}
+
+Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) {
+  std::string_view s = Trim(spec);
+  if (s.rfind("syscall:", 0) != 0) {
+    std::string provider(s.substr(0, s.find(':')));
+    return Error(Code::kInvalidArgument,
+                 fmt::format("'{}' is not in a recorded trace: a trace holds syscall events only "
+                             "(use syscall:NAME or syscall:*)",
+                             provider.empty() ? std::string(s) : provider + ":..."));
+  }
+  Expected<std::vector<ProbeInfo>> probes =
+      fallback_reason_.empty() ? live_.Resolve(spec) : table_.Resolve(spec);
+  if (!probes.ok() && fallback_reason_.empty() && probes.status().code() != Code::kNotFound &&
+      probes.status().code() != Code::kInvalidArgument) {
+    fallback_reason_ = probes.status().message();
+    probes = table_.Resolve(spec);
+  }
+  if (!probes.ok()) return probes.status();
+  for (ProbeInfo& p : *probes) AddTraceFields(p);
+  return probes;
+}
+
+std::vector<std::string> TraceCatalog::Nearest(const std::string& spec, size_t n) {
+  std::vector<std::string> out;
+  ProbeCatalog& names = fallback_reason_.empty() ? live_ : table_;
+  for (std::string& name : names.Nearest(spec, n + 8)) {
+    if (name.rfind("syscall:", 0) == 0 && out.size() < n) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+}  // namespace fay

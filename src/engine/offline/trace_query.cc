@@ -1,0 +1,176 @@
+#include "engine/offline/trace_query.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "engine/interpreter.h"
+#include "engine/offline/event_builder.h"
+#include "engine/offline/fd_paths.h"
+#include "trace/reader.h"
+
+namespace fay {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+uint64_t Realtime(const RecordingInfo& info, uint64_t mono_ns) {
+  return info.anchor_realtime_ns + (mono_ns - info.anchor_monotonic_ns);
+}
+
+bool InRange(const SyscallEvent& ev, uint64_t from, uint64_t to) {
+  uint64_t end = ev.exit_ns ? ev.exit_ns : ev.entry_ns;
+  return end >= from && ev.entry_ns <= to;
+}
+
+// One reader and one interpreter over every shards-th events chunk.
+struct Worker {
+  explicit Worker(const Plan& plan) : builder(plan), interp(plan) {}
+  EventBuilder builder;
+  Interpreter interp;
+  Status status;
+  uint64_t events = 0;
+  uint64_t skipped = 0;
+  double cpu_seconds = 0;
+};
+
+Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
+                   unsigned threads, trace::Reader& first, uint64_t last_ns, OutputSink& sink,
+                   TraceQueryStats* stats) {
+  const RecordingInfo first_info = first.info();
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<Worker>(plan));
+  auto run = [&](unsigned k) {
+    Worker& w = *workers[k];
+    const double cpu0 = ThreadCpuSeconds();
+    // Each worker has its own reader: its own descriptor, decompressor and blob cache.
+    Expected<trace::Reader> own =
+        k == 0 ? Expected<trace::Reader>(std::move(first)) : trace::Reader::Open(path);
+    if (!own.ok()) {
+      w.status = own.status();
+      return;
+    }
+    trace::ReadFilter filter;
+    filter.from_ns = opt.from_ns;
+    filter.to_ns = opt.to_ns;
+    filter.shard = k;
+    filter.shards = threads;
+    w.status = own->ForEach(filter, [&](const SyscallEvent& ev) {
+      ++w.events;
+      if (w.builder.ProbeOf(ev.nr) < 0) return;
+      w.interp.Process(w.builder.Build(ev, {}));
+    });
+    w.skipped = own->stats().chunks_skipped;
+    w.cpu_seconds = ThreadCpuSeconds() - cpu0;
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < threads; ++k) pool.emplace_back(run, k);
+  run(0);
+  for (std::thread& t : pool) t.join();
+  Status status;
+  for (auto& w : workers) {
+    stats->events_read += w->events;
+    stats->chunks_skipped += w->skipped;
+    stats->cpu_seconds += w->cpu_seconds;
+    if (status.ok() && !w->status.ok()) status = w->status;
+    if (w.get() != workers[0].get()) workers[0]->interp.Merge(w->interp);
+  }
+  // Damage found by one reader says nothing of the chunks after it that others read: the caller
+  // redoes the query in file order, which stops at the damage, so the result is the same.
+  if (!status.ok()) return status;
+  Interpreter& merged = workers[0]->interp;
+  sink.Window(plan, merged.TakeWindow(Realtime(first_info, last_ns)));
+  stats->run = merged.stats();
+  return status;
+}
+
+}  // namespace
+
+Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
+                     OutputSink& sink, TraceQueryStats* stats) {
+  auto t0 = std::chrono::steady_clock::now();
+  *stats = TraceQueryStats{};
+  FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
+  const RecordingInfo info = reader.info();
+  TraceQueryOptions o = opt;
+  // `for D` keeps the first D of the recording.
+  if (plan.for_ns) o.to_ns = std::min(o.to_ns, info.anchor_monotonic_ns + plan.for_ns);
+
+  EventBuilder builder(plan);
+  unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  size_t event_chunks = 0;
+  for (const trace::ChunkRef& c : reader.chunks())
+    event_chunks += c.type == trace::ChunkType::kEvents;
+  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, event_chunks)));
+  const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || builder.needs_paths();
+  uint64_t last_ns = o.from_ns ? o.from_ns : info.anchor_monotonic_ns;
+  for (const trace::ChunkRef& c : reader.chunks())
+    if (c.indexed) last_ns = std::max(last_ns, c.last_ns);
+  last_ns = std::min(last_ns, o.to_ns);
+
+  if (!ordered && threads > 1) {
+    stats->threads = threads;
+    Status st = RunParallel(plan, path, o, threads, reader, last_ns, sink, stats);
+    stats->seconds = Since(t0);
+    if (st.ok()) return st;
+    *stats = TraceQueryStats{};
+    FAY_ASSIGN_OR_RETURN(reader, trace::Reader::Open(path));
+  }
+
+  Interpreter interp(plan);
+  FdPaths paths;
+  if (builder.needs_paths()) paths.SetCwd(info.root_pid, info.cwd);
+  trace::ReadFilter filter;
+  // The fd table must see the opens before the range too.
+  if (!builder.needs_paths()) {
+    filter.from_ns = o.from_ns;
+    filter.to_ns = o.to_ns;
+  }
+  uint64_t window_end =
+      plan.every_ns ? (o.from_ns ? o.from_ns : info.anchor_monotonic_ns) + plan.every_ns : 0;
+  auto on_syscall = [&](const SyscallEvent& ev) {
+    std::string_view p = builder.needs_paths() ? paths.Apply(ev) : std::string_view();
+    if (!InRange(ev, o.from_ns, o.to_ns)) return;
+    ++stats->events_read;
+    while (window_end && ev.entry_ns >= window_end) {
+      sink.Window(plan, interp.TakeWindow(Realtime(info, window_end)));
+      window_end += plan.every_ns;
+    }
+    if (builder.ProbeOf(ev.nr) < 0) return;
+    const Event& e = builder.Build(ev, p);
+    if (plan.mode == PlanMode::kSelect) {
+      if (auto row = interp.Select(e)) sink.SelectRow(plan, *row, Realtime(info, ev.entry_ns));
+    } else {
+      interp.Process(e);
+      last_ns = std::max(last_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
+    }
+  };
+  auto on_process = [&](const ProcessEvent& ev) { paths.OnProcess(ev); };
+  const double cpu0 = ThreadCpuSeconds();
+  Status st = reader.ForEach(filter, on_syscall, on_process);
+  stats->cpu_seconds = ThreadCpuSeconds() - cpu0;
+  stats->chunks_skipped = reader.stats().chunks_skipped;
+  stats->seconds = Since(t0);
+  if (plan.mode == PlanMode::kAggregate) {
+    uint64_t end =
+        window_end ? std::min(window_end, std::max(last_ns, window_end - plan.every_ns)) : last_ns;
+    sink.Window(plan, interp.TakeWindow(Realtime(info, end)));
+  }
+  stats->run = interp.stats();
+  return st;
+}
+
+}  // namespace fay
