@@ -16,5 +16,6 @@ Runner RegisterDoctor(CLI::App& app);
 Runner RegisterInfo(CLI::App& app);
 Runner RegisterDump(CLI::App& app);
 Runner RegisterRecord(CLI::App& app);
+Runner RegisterReplay(CLI::App& app);
 
 }  // namespace fay::cli

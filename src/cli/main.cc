@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   runners["info"] = fay::cli::RegisterInfo(app);
   runners["dump"] = fay::cli::RegisterDump(app);
   runners["record"] = fay::cli::RegisterRecord(app);
+  runners["replay"] = fay::cli::RegisterReplay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
