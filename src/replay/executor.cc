@@ -133,11 +133,12 @@ bool IsReplayed(int nr) {
 
 bool IsVirtualPath(const std::string& path) {
   std::string n = NormalizePath(path);
-  for (const char* top : {"/proc", "/sys", "/dev"}) {
-    size_t len = std::strlen(top);
-    if (n.compare(0, len, top) == 0 && (n.size() == len || n[len] == '/')) return true;
-  }
-  return false;
+  auto under = [&](std::string_view top) {
+    return n.compare(0, top.size(), top) == 0 && (n.size() == top.size() || n[top.size()] == '/');
+  };
+  // /dev/shm is an ordinary tmpfs that programs keep real files in.
+  if (under("/dev/shm")) return false;
+  return under("/proc") || under("/sys") || under("/dev");
 }
 
 const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub, BufferDir dir) {

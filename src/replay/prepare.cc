@@ -13,11 +13,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "replay/executor.h"
 #include "schema/syscall_table.h"
 
 namespace fay::replay {
 namespace {
+
+// Where --prepare keeps the extra hard links of files recorded with st_nlink > 1.
+constexpr const char* kLinkDir = "/.fay-prepare-links";
 
 enum class State : uint8_t { kUnknown, kPre, kAbsent };
 enum class Kind : uint8_t { kUnknown, kFile, kDir, kSymlink };
@@ -31,6 +36,7 @@ struct Node {
   uint32_t mode = 0;
   uint32_t uid = 0, gid = 0;
   uint64_t size = 0;
+  uint64_t nlink = 1;
   uint64_t data_end = 0;  // end of the furthest byte read
   std::map<uint64_t, std::vector<uint8_t>> content;
   std::string target;  // symlink
@@ -138,6 +144,7 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
     n.uid = st.stx_uid;
     n.gid = st.stx_gid;
     n.size = st.stx_size;
+    n.nlink = st.stx_nlink;
   } else {
     struct stat st;
     if (b->bytes.size() < sizeof(st)) return;
@@ -146,6 +153,7 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
     n.uid = st.st_uid;
     n.gid = st.st_gid;
     n.size = static_cast<uint64_t>(st.st_size);
+    n.nlink = st.st_nlink;
   }
   n.have_stat = true;
   n.kind = KindOfMode(n.mode);
@@ -509,6 +517,23 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
         return ErrnoError("--prepare: truncate " + path);
       }
       ++st->files;
+      // Links the trace never saw still count in st_nlink: give the file as many, kept under
+      // kLinkDir, so the stat results verify exactly.
+      uint64_t nlink = n.have_stat ? n.nlink : 1;
+      for (uint64_t k = 1; k < nlink && k < 64; ++k) {
+        std::string name = fmt::format("{}", st->extra_links++);
+        ParentAndName links;
+        if (sb.Parent(std::string(kLinkDir) + "/" + name, &links) < 0) {
+          if (::mkdirat(sb.root_fd(), kLinkDir + 1, 0700) != 0 && errno != EEXIST) {
+            return ErrnoError(std::string("--prepare: mkdir ") + kLinkDir);
+          }
+          int r2 = sb.Parent(std::string(kLinkDir) + "/" + name, &links);
+          if (r2 < 0) return ErrnoError(std::string("--prepare: ") + kLinkDir, -r2);
+        }
+        if (::linkat(fd, "", links.dir.get(), links.name.c_str(), AT_EMPTY_PATH) != 0) {
+          return ErrnoError("--prepare: link " + path);
+        }
+      }
       break;
     }
   }

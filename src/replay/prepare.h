@@ -12,7 +12,8 @@
 // What a pre-existing file held comes from the trace, up to its first modification: its type,
 // mode, owner and size from stat results, its bytes from reads (at the offsets they were read
 // from; the rest is a hole), a symlink's target from readlink. Paths under /proc, /sys and /dev
-// are not created: replay emulates calls on them.
+// are not created: replay emulates calls on them. A file recorded with st_nlink > 1 gets the
+// missing links under /.fay-prepare-links in the root, so its link count verifies.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,10 @@ struct PrepareStats {
   uint64_t dirs = 0;
   uint64_t files = 0;
   uint64_t symlinks = 0;
-  uint64_t bytes = 0;     // content bytes written (known from reads)
-  uint64_t existing = 0;  // already present in the root, left as they were
+  uint64_t bytes = 0;  // content bytes written (known from reads)
+  uint64_t existing = 0;
+  uint64_t extra_links = 0;  // hard links made under /.fay-prepare-links for st_nlink  // already
+                             // present in the root, left as they were
 };
 
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox);
