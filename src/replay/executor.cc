@@ -289,7 +289,12 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       return false;
   }
   if (IsVirtualPath(path)) return false;
-  if (flags & (O_CREAT | __O_TMPFILE)) mode &= ~static_cast<uint64_t>(proc.umask());
+  // open(2) ignores the mode without O_CREAT/O_TMPFILE; openat2(2) refuses one.
+  if (flags & (O_CREAT | __O_TMPFILE)) {
+    mode &= ~static_cast<uint64_t>(proc.umask());
+  } else {
+    mode = 0;
+  }
   int fd = sandbox_.OpenAt(path, flags, mode & 07777, resolve);
   out->compare = RetCompare::kSuccess;
   out->ret = fd;
