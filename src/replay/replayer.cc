@@ -86,7 +86,8 @@ class Run {
       }
     }
   }
-  void Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally);
+  // Returns whether the call was replayed (false: emulated).
+  bool Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally);
   void ShowProgress();
 
   const Schedule& s_;
@@ -102,7 +103,7 @@ class Run {
   std::atomic<bool> finished_{false};
 };
 
-void Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
+bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
   const ThreadCalls& th = s_.threads[t];
   const Call& c = th.calls[i];
   ProcessState* proc = procs_.Find(th.pid);
@@ -143,6 +144,7 @@ void Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
     epoch_.fetch_add(1, std::memory_order_release);
     epoch_.notify_all();
   }
+  return out.replayed;
 }
 
 void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
@@ -166,6 +168,13 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     }
     if (target > NowNs()) SleepUntil(target);
   };
+  // With timing, an emulated call lasts as long as it did (a sleep, a wait for the network): it
+  // is part of the program's timeline even though nothing is done for it.
+  auto hold = [&](const Call& c, uint64_t began) {
+    if (!timed || c.ev.exit_ns <= c.ev.entry_ns) return;
+    uint64_t until = began + static_cast<uint64_t>((c.ev.exit_ns - c.ev.entry_ns) / speed);
+    if (until > NowNs()) SleepUntil(until);
+  };
   size_t left = 0;
   for (uint32_t t : owned) left += s_.threads[t].calls.size();
   if (owned.size() == 1) {
@@ -174,7 +183,8 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     for (uint32_t i = 0; i < calls.size(); ++i) {
       WaitFor(calls[i]);
       pace(0, calls[i]);
-      Execute(ex, t, i, tally);
+      uint64_t began = timed ? NowNs() : 0;
+      if (!Execute(ex, t, i, tally)) hold(calls[i], began);
       pos[0] = i + 1;
       live_prev[0] = timed ? NowNs() : 0;
     }
@@ -187,7 +197,8 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
       const auto& calls = s_.threads[owned[k]].calls;
       while (pos[k] < calls.size() && Ready(calls[pos[k]])) {
         pace(k, calls[pos[k]]);
-        Execute(ex, owned[k], pos[k], tally);
+        uint64_t began = timed ? NowNs() : 0;
+        if (!Execute(ex, owned[k], pos[k], tally)) hold(calls[pos[k]], began);
         ++pos[k];
         live_prev[k] = timed ? NowNs() : 0;
         --left;
