@@ -117,8 +117,8 @@ int Run(const ReplayCli& c) {
   }
   const replay::ReplayReport& r = *report;
   for (const replay::Mismatch& m : r.listed) {
-    fmt::print("mismatch: call {} tid {} {}: expected {}, got {}\n", m.index, m.tid, Label(m.nr),
-               m.expected, m.actual);
+    fmt::print("mismatch: call {} tid {} {}{}: expected {}, got {}\n", m.index, m.tid, Label(m.nr),
+               m.path.empty() ? "" : fmt::format(" \"{}\"", m.path), m.expected, m.actual);
   }
   if (r.mismatches > r.listed.size()) {
     fmt::print("mismatch: ... and {} more\n", r.mismatches - r.listed.size());

@@ -55,6 +55,20 @@ class Processes : public ProcessDirectory {
   std::unordered_map<int32_t, std::unique_ptr<ProcessState>> map_;
 };
 
+// The first path argument of a call, as recorded, for mismatch lines.
+std::string FirstPath(const SyscallEvent& ev) {
+  const SyscallSignature& sig = Signature(ev.nr);
+  for (int i = 0; i < sig.nargs; ++i) {
+    if (sig.args[i].type != ArgType::kPath) continue;
+    const CapturedBuffer* b = FindBuffer(ev, i);
+    if (!b) return {};
+    std::string p(b->bytes.begin(), b->bytes.end());
+    if (size_t nul = p.find('\0'); nul != std::string::npos) p.resize(nul);
+    return p;
+  }
+  return {};
+}
+
 struct WorkerTally {
   uint64_t replayed = 0, emulated = 0, verified = 0, mismatches = 0;
   std::vector<Mismatch> listed;
@@ -127,12 +141,18 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
         ++tally->mismatches;
         ++tally->mismatch_by_nr[c.ev.nr];
         if (tally->listed.size() < o_.max_listed) {
-          Mismatch m{c.index, th.tid, c.ev.nr, FormatRet(c.ev.ret), FormatRet(out.ret)};
+          Mismatch m;
+          m.index = c.index;
+          m.tid = th.tid;
+          m.nr = c.ev.nr;
+          m.expected = FormatRet(c.ev.ret);
+          m.actual = FormatRet(out.ret);
           if (out.compare == RetCompare::kSuccess && !rec_failed) {
             m.expected = fmt::format("fd {}", c.ev.ret);
             m.actual = out.ret >= 0 ? "an fd" : FormatRet(out.ret);
           }
           if (!out.data_mismatch.empty()) m.actual += " (" + out.data_mismatch + ")";
+          m.path = FirstPath(c.ev);
           tally->listed.push_back(std::move(m));
         }
       }
@@ -212,9 +232,10 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
 void Run::ShowProgress() {
   bool tty = ::isatty(STDERR_FILENO);
   uint64_t total = s_.calls;
-  uint64_t last_print = 0;
-  while (!finished_.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
+  uint64_t last_print = NowNs();
+  while (true) {
+    bool last = finished_.load();
+    if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 100));
     uint64_t done = 0;
     for (const Progress& p : progress_) done += p.done.load(std::memory_order_relaxed);
     uint64_t now = NowNs();
@@ -229,11 +250,13 @@ void Run::ShowProgress() {
         fmt::format("[{}] {}/{} calls  {:.0f} calls/s  ETA {:.0f} s", bar, done, total, rate, eta);
     if (tty) {
       fmt::print(stderr, "\r{}\033[K", line);
-    } else if (now - last_print >= 1'000'000'000ull) {
+    } else if (last || now - last_print >= 1'000'000'000ull) {
+      // Not a terminal (a log): a line a second, and the final state.
       fmt::print(stderr, "{}\n", line);
       last_print = now;
     }
     std::fflush(stderr);
+    if (last) break;
   }
   if (tty) fmt::print(stderr, "\r\033[K");
 }

@@ -36,6 +36,7 @@ struct Mismatch {
   uint64_t index = 0;  // the call's position in the trace
   int32_t tid = 0;
   int nr = 0;
+  std::string path;  // the call's first path argument, if it has one
   std::string expected;
   std::string actual;
 };
