@@ -220,6 +220,28 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   int buf_arg = 1;
   const auto& a = ev.args;
   bool is_statx = false;
+  // A path (not AT_EMPTY_PATH on an fd): the fast path first.
+  {
+    int path_arg = -1, dirfd_arg = -1;
+    bool nofollow = false, empty_ok = false, sx = ev.nr == sysno::statx;
+    if (ev.nr == sysno::stat || ev.nr == sysno::lstat) {
+      path_arg = 0;
+      nofollow = ev.nr == sysno::lstat;
+    } else if (ev.nr == sysno::newfstatat || sx) {
+      path_arg = 1;
+      dirfd_arg = 0;
+      uint64_t flags = sx ? a[2] : a[3];
+      nofollow = flags & AT_SYMLINK_NOFOLLOW;
+      empty_ok = flags & AT_EMPTY_PATH;
+    }
+    std::string path;
+    const CapturedBuffer* pb = path_arg >= 0 ? FindBuffer(ev, path_arg) : nullptr;
+    bool empty = pb && !pb->bytes.empty() && pb->bytes[0] == 0;
+    if (pb && !(empty && empty_ok) && !empty && PathArg(ev, proc, path_arg, dirfd_arg, &path) &&
+        !IsVirtualPath(path) && FastStat(path, nofollow, sx, ev, out)) {
+      return true;
+    }
+  }
   switch (ev.nr) {
     case sysno::stat:
       fd = Target(ev, proc, -1, 0, false, false, &holder, &emulate);

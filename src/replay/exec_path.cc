@@ -96,13 +96,15 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
     return Target(ev, proc, dirfd_arg, path_arg, nofollow, empty_path, &holder, &emulate);
   };
   // The directory-entry calls: the parent fd and the name.
-  auto entry = [&](int dirfd_arg, int path_arg, ParentAndName* pn) -> int {
+  std::string changed[2];  // paths removed or renamed, for the parent cache
+  auto entry = [&](int dirfd_arg, int path_arg, ParentAndName* pn, int slot = 0) -> int {
     std::string path;
     if (!PathArg(ev, proc, path_arg, dirfd_arg, &path) || IsVirtualPath(path)) {
       emulate = true;
       return -EINVAL;
     }
-    int r = sandbox_.Parent(path, pn);
+    int r = sandbox_.Parent(path, pn, &cache_);
+    changed[slot] = std::move(path);
     return r == -EINVAL ? static_cast<int>(DotError(nr)) : r;
   };
   switch (nr) {
@@ -174,9 +176,10 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
       if (emulate) return false;
       uint64_t size = std::min<uint64_t>(at ? a[3] : a[2], 1 << 20);
       uint8_t* buf = Scratch(size);
-      out->ret = r < 0 ? r
-                       : Errno(::readlinkat(pn.dir.get(), pn.name.c_str(),
-                                            reinterpret_cast<char*>(buf), size));
+      out->ret =
+          r < 0
+              ? r
+              : Errno(::readlinkat(pn.dir(), pn.name.c_str(), reinterpret_cast<char*>(buf), size));
       if (options_.verify && out->ret > 0 && !Failed(ev.ret)) {
         if (const CapturedBuffer* b = FindBuffer(ev, at ? 2 : 1, 0, BufferDir::kOut)) {
           out->data_mismatch = CompareBytes(*b, buf, static_cast<size_t>(out->ret));
@@ -191,7 +194,7 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
       int r = entry(at ? 0 : -1, at ? 1 : 0, &pn);
       if (emulate) return false;
       mode_t mode = static_cast<mode_t>(at ? a[2] : a[1]) & 07777 & ~proc.umask();
-      out->ret = r < 0 ? r : Errno(::mkdirat(pn.dir.get(), pn.name.c_str(), mode));
+      out->ret = r < 0 ? r : Errno(::mkdirat(pn.dir(), pn.name.c_str(), mode));
       return true;
     }
     case sysno::rmdir:
@@ -202,7 +205,8 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
       int r = entry(at ? 0 : -1, at ? 1 : 0, &pn);
       if (emulate) return false;
       int flags = nr == sysno::rmdir ? AT_REMOVEDIR : at ? static_cast<int>(a[2]) : 0;
-      out->ret = r < 0 ? r : Errno(::unlinkat(pn.dir.get(), pn.name.c_str(), flags));
+      out->ret = r < 0 ? r : Errno(::unlinkat(pn.dir(), pn.name.c_str(), flags));
+      if (out->ret == 0) cache_.Changed(changed[0]);
       return true;
     }
     case sysno::rename:
@@ -210,14 +214,19 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
     case sysno::renameat2: {
       bool at = nr != sysno::rename;
       ParentAndName from, to;
-      int r1 = entry(at ? 0 : -1, at ? 1 : 0, &from);
-      int r2 = entry(at ? 2 : -1, at ? 3 : 1, &to);
+      int r1 = entry(at ? 0 : -1, at ? 1 : 0, &from, 0);
+      int r2 = entry(at ? 2 : -1, at ? 3 : 1, &to, 1);
       if (emulate) return false;
       unsigned flags = nr == sysno::renameat2 ? static_cast<unsigned>(a[4]) : 0;
-      out->ret = r1 < 0   ? r1
-                 : r2 < 0 ? r2
-                          : Errno(::renameat2(from.dir.get(), from.name.c_str(), to.dir.get(),
-                                              to.name.c_str(), flags));
+      out->ret =
+          r1 < 0 ? r1
+          : r2 < 0
+              ? r2
+              : Errno(::renameat2(from.dir(), from.name.c_str(), to.dir(), to.name.c_str(), flags));
+      if (out->ret == 0) {
+        cache_.Changed(changed[0]);
+        cache_.Changed(changed[1]);
+      }
       return true;
     }
     case sysno::link:
@@ -232,16 +241,16 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
         if (emulate) return false;
         out->ret = fd < 0   ? fd
                    : r2 < 0 ? r2
-                            : Errno(::linkat(fd, "", to.dir.get(), to.name.c_str(), AT_EMPTY_PATH));
+                            : Errno(::linkat(fd, "", to.dir(), to.name.c_str(), AT_EMPTY_PATH));
         return true;
       }
       ParentAndName from;
       int r1 = entry(at ? 0 : -1, at ? 1 : 0, &from);
       if (emulate) return false;
-      out->ret = r1 < 0   ? r1
-                 : r2 < 0 ? r2
-                          : Errno(::linkat(from.dir.get(), from.name.c_str(), to.dir.get(),
-                                           to.name.c_str(), 0));
+      out->ret = r1 < 0 ? r1
+                 : r2 < 0
+                     ? r2
+                     : Errno(::linkat(from.dir(), from.name.c_str(), to.dir(), to.name.c_str(), 0));
       return true;
     }
     case sysno::symlink:
@@ -255,12 +264,57 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
       ParentAndName pn;
       int r = entry(at ? 1 : -1, at ? 2 : 1, &pn);
       if (emulate) return false;
-      out->ret = r < 0 ? r : Errno(::symlinkat(text.c_str(), pn.dir.get(), pn.name.c_str()));
+      out->ret = r < 0 ? r : Errno(::symlinkat(text.c_str(), pn.dir(), pn.name.c_str()));
       return true;
     }
     default:
       return false;
   }
+}
+
+bool Executor::FastStat(const std::string& path, bool nofollow, bool is_statx,
+                        const SyscallEvent& ev, Outcome* out) {
+  if (path.empty() || path.back() == '/') return false;
+  ParentAndName pn;
+  if (sandbox_.Parent(path, &pn, &cache_) != 0) return false;
+  if (is_statx) {
+    struct statx stx;
+    int sync = static_cast<int>(ev.args[2]) & AT_STATX_SYNC_TYPE;
+    int64_t r = Errno(::statx(pn.dir(), pn.name.c_str(), AT_SYMLINK_NOFOLLOW | sync,
+                              static_cast<unsigned>(ev.args[3]), &stx));
+    if (r == 0 && !nofollow && S_ISLNK(stx.stx_mode)) return false;
+    out->ret = r;
+    if (options_.verify && r == 0 && !Failed(ev.ret)) {
+      if (const CapturedBuffer* b = FindBuffer(ev, 4, 0, BufferDir::kOut)) {
+        out->data_mismatch = CompareStatx(*b, stx);
+      }
+    }
+    return true;
+  }
+  struct stat st;
+  int64_t r = Errno(::fstatat(pn.dir(), pn.name.c_str(), &st, AT_SYMLINK_NOFOLLOW));
+  if (r == 0 && !nofollow && S_ISLNK(st.st_mode)) return false;
+  out->ret = r;
+  int buf_arg = ev.nr == sysno::newfstatat ? 2 : 1;
+  if (options_.verify && r == 0 && !Failed(ev.ret)) {
+    if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
+      out->data_mismatch = CompareStat(*b, st);
+    }
+  }
+  return true;
+}
+
+int Executor::FastOpen(const std::string& path, uint64_t flags, uint64_t mode, bool* fallback) {
+  *fallback = true;
+  if (path.empty() || path.back() == '/' || (flags & O_PATH)) return -EINVAL;
+  ParentAndName pn;
+  if (sandbox_.Parent(path, &pn, &cache_) != 0) return -EINVAL;
+  int fd = ::openat(pn.dir(), pn.name.c_str(), static_cast<int>(flags | O_NOFOLLOW | O_CLOEXEC),
+                    static_cast<mode_t>(mode));
+  int r = fd < 0 ? -errno : fd;
+  // ELOOP: the name is a symlink, to be followed through openat2 (unless the call said not to).
+  *fallback = r == -ELOOP && !(flags & O_NOFOLLOW);
+  return r;
 }
 
 }  // namespace fay::replay

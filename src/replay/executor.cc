@@ -295,7 +295,10 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   } else {
     mode = 0;
   }
-  int fd = sandbox_.OpenAt(path, flags, mode & 07777, resolve);
+  int fd;
+  bool fallback = true;
+  if (ev.nr != sysno::openat2) fd = FastOpen(path, flags, mode & 07777, &fallback);
+  if (fallback) fd = sandbox_.OpenAt(path, flags, mode & 07777, resolve);
   out->compare = RetCompare::kSuccess;
   out->ret = fd;
   int recorded = static_cast<int>(ev.ret);

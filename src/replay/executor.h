@@ -46,7 +46,7 @@ struct ExecutorOptions {
 class Executor {
  public:
   Executor(const Sandbox& sandbox, ProcessDirectory& procs, ExecutorOptions options)
-      : sandbox_(sandbox), procs_(procs), options_(options) {}
+      : sandbox_(sandbox), procs_(procs), options_(options), cache_(sandbox.generation()) {}
 
   Outcome Run(const SyscallEvent& ev, ProcessState& proc);
 
@@ -78,9 +78,17 @@ class Executor {
              bool empty_path, UniqueFd* holder, bool* emulate) const;
   uint8_t* Scratch(size_t n);
 
+  // The fast paths: a path without a trailing slash is resolved as (cached parent fd, name) and
+  // the last component looked at without following it; only when it is a symlink that must be
+  // followed does the call go back to openat2 on the whole path.
+  bool FastStat(const std::string& path, bool nofollow, bool is_statx, const SyscallEvent& ev,
+                Outcome* out);
+  int FastOpen(const std::string& path, uint64_t flags, uint64_t mode, bool* fallback);
+
   const Sandbox& sandbox_;
   ProcessDirectory& procs_;
   ExecutorOptions options_;
+  mutable ParentCache cache_;
   std::vector<uint8_t> scratch_;
 };
 

@@ -114,6 +114,8 @@ void Simulator::Parents(const std::string& path) {
     if (slash == std::string::npos || slash == 0) return;
     p.resize(slash);
     Node& n = nodes_[p];
+    // Once a directory is known to have existed, so are its ancestors (marked with it).
+    if (n.state == State::kPre && n.kind == Kind::kDir) return;
     if (n.state == State::kUnknown) n.state = State::kPre;
     if (n.kind == Kind::kUnknown || n.kind == Kind::kFile) n.kind = Kind::kDir;
   }
@@ -474,7 +476,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
   ParentAndName pn;
   int r = sb.Parent(path, &pn);
   if (r < 0) return ErrnoError("--prepare: " + path + ": parent directory", -r);
-  int dir = pn.dir.get();
+  int dir = pn.dir();
   const char* name = pn.name.c_str();
   uint32_t perm = n.have_stat ? (n.mode & 07777) : (n.kind == Kind::kDir ? 0755 : 0644);
   switch (n.kind) {
@@ -530,7 +532,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
           int r2 = sb.Parent(std::string(kLinkDir) + "/" + name, &links);
           if (r2 < 0) return ErrnoError(std::string("--prepare: ") + kLinkDir, -r2);
         }
-        if (::linkat(fd, "", links.dir.get(), links.name.c_str(), AT_EMPTY_PATH) != 0) {
+        if (::linkat(fd, "", links.dir(), links.name.c_str(), AT_EMPTY_PATH) != 0) {
           return ErrnoError("--prepare: link " + path);
         }
       }

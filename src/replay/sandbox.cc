@@ -62,7 +62,7 @@ int Sandbox::OpenPath(std::string_view path, bool nofollow) const {
   return OpenAt(path, O_PATH | (nofollow ? O_NOFOLLOW : 0), 0);
 }
 
-int Sandbox::Parent(std::string_view path, ParentAndName* out) const {
+int Sandbox::Parent(std::string_view path, ParentAndName* out, ParentCache* cache) const {
   if (path.empty()) return -ENOENT;
   std::string p(path);
   // "a/b/" names b: trailing slashes do not make an empty last component.
@@ -72,11 +72,59 @@ int Sandbox::Parent(std::string_view path, ParentAndName* out) const {
   if (parent.empty()) parent = "/";
   std::string name = slash == std::string::npos ? p : p.substr(slash + 1);
   if (name.empty() || name == "." || name == "..") return -EINVAL;
+  out->name = std::move(name);
+  if (cache) {
+    int fd = cache->Find(parent);
+    if (fd >= 0) {
+      out->fd = fd;
+      return 0;
+    }
+  }
   int fd = OpenAt(parent, O_PATH | O_DIRECTORY, 0);
   if (fd < 0) return fd;
-  out->dir.reset(fd);
-  out->name = std::move(name);
+  if (cache) {
+    out->fd = cache->Put(parent, UniqueFd(fd));
+  } else {
+    out->owned.reset(fd);
+    out->fd = fd;
+  }
   return 0;
+}
+
+int ParentCache::Find(const std::string& parent) {
+  uint64_t now = generation_->load(std::memory_order_acquire);
+  if (now != seen_) {
+    fds_.clear();
+    seen_ = now;
+    return -1;
+  }
+  auto it = fds_.find(parent);
+  return it == fds_.end() ? -1 : it->second.get();
+}
+
+int ParentCache::Put(const std::string& parent, UniqueFd fd) {
+  constexpr size_t kMaxEntries = 256;
+  if (fds_.size() >= kMaxEntries) fds_.clear();
+  int raw = fd.get();
+  fds_[parent] = std::move(fd);
+  return raw;
+}
+
+void ParentCache::Changed(const std::string& path) {
+  uint64_t before = generation_->fetch_add(1, std::memory_order_acq_rel);
+  if (before != seen_) {
+    fds_.clear();  // another worker changed something too
+  } else {
+    std::string norm = NormalizePath(path);
+    std::erase_if(fds_, [&](const auto& kv) {
+      // A key spelt with ".." may reach the changed path in a way no prefix shows.
+      if (kv.first.find("..") != std::string::npos) return true;
+      std::string k = NormalizePath(kv.first);
+      return k == norm || (k.size() > norm.size() && k.compare(0, norm.size(), norm) == 0 &&
+                           (norm == "/" || k[norm.size()] == '/'));
+    });
+  }
+  seen_ = before + 1;
 }
 
 std::string Sandbox::PathOf(int fd) const {

@@ -11,19 +11,44 @@
 // that fd with AT_EMPTY_PATH.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
 
 namespace fay::replay {
 
-// A directory fd plus a name in it, for the calls that act on a directory entry.
+// A directory fd plus a name in it, for the calls that act on a directory entry. The fd is
+// owned here, or borrowed from a ParentCache.
 struct ParentAndName {
-  UniqueFd dir;
+  UniqueFd owned;
+  int fd = -1;
   std::string name;
+  int dir() const { return fd; }
+};
+
+// One worker's cache of parent-directory fds by (root-relative) path, so a run of calls in one
+// directory resolves it once. Every rename, unlink and rmdir anywhere bumps a generation shared
+// by all workers; a worker that sees another's bump drops its cache, and after its own it drops
+// only the entries at or below the changed path. A stale entry could only ever name a directory
+// inside the root: the cache trades nothing of the sandbox, only work.
+class ParentCache {
+ public:
+  explicit ParentCache(std::atomic<uint64_t>* generation) : generation_(generation) {}
+  int Find(const std::string& parent);
+  int Put(const std::string& parent, UniqueFd fd);
+  // After this worker removed or renamed path.
+  void Changed(const std::string& path);
+
+ private:
+  std::atomic<uint64_t>* generation_;
+  uint64_t seen_ = 0;
+  std::unordered_map<std::string, UniqueFd> fds_;
 };
 
 class Sandbox {
@@ -46,7 +71,9 @@ class Sandbox {
   // component. -errno when the parent does not resolve. A last component of "." or ".." (which
   // would name the parent itself or the directory above it) is refused with EINVAL: the callers
   // turn that into the error the kernel would give for their call.
-  int Parent(std::string_view path, ParentAndName* out) const;
+  int Parent(std::string_view path, ParentAndName* out, ParentCache* cache = nullptr) const;
+  // The generation ParentCaches share.
+  std::atomic<uint64_t>* generation() const { return generation_.get(); }
 
   // The root-relative path of a live fd (from /proc/self/fd), "/" for the root itself; empty
   // when the fd is not beneath the root (which cannot happen for fds opened through this class).
@@ -55,7 +82,9 @@ class Sandbox {
  private:
   Sandbox() = default;
   UniqueFd root_;
-  std::string root_path_;  // canonical absolute path of the root, no trailing slash
+  std::string root_path_;
+  std::unique_ptr<std::atomic<uint64_t>> generation_ = std::make_unique<std::atomic<uint64_t>>(
+      0);  // canonical absolute path of the root, no trailing slash
 };
 
 // Joins base (root-relative, e.g. the cwd) with path: absolute paths stand alone. No

@@ -161,7 +161,7 @@ TEST(SandboxTest, ResolvesEverythingBelowTheRoot) {
   EXPECT_EQ(sb->Parent("/d/..", &pn), -EINVAL);
   ASSERT_EQ(sb->Parent("../../d/f", &pn), 0);
   EXPECT_EQ(pn.name, "f");
-  EXPECT_EQ(sb->PathOf(pn.dir.get()), "/d");
+  EXPECT_EQ(sb->PathOf(pn.dir()), "/d");
   EXPECT_EQ(ReadAll(dir.File("secret")), "out");
 }
 
