@@ -134,7 +134,10 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   if (nr == sysno::write || nr == sysno::pwrite64) {
     const CapturedBuffer* b = FindBuffer(ev, 1);
     want = ev.args[2];
+    if (!Failed(ev.ret)) want = std::min<uint64_t>(want, static_cast<uint64_t>(ev.ret));
     if (want > 0 && (!b || b->not_captured)) return false;
+    // A failed call's length may be anything; zeros past the capture are not worth gigabytes.
+    if (b && b->bytes.size() < want && want > kMaxReadBuffer) return false;
     if (b && b->bytes.size() >= want) {
       bytes = &b->bytes;
     } else if (b) {
@@ -145,12 +148,18 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   } else {
     std::vector<Iov> iov = IovArray(FindBuffer(ev, 1, 0, BufferDir::kIn));
     if (iov.empty() && ev.args[2] != 0) return false;
-    for (size_t i = 0; i < iov.size(); ++i) {
+    uint64_t total = 0;
+    for (const Iov& v : iov) total += v.len;
+    if (!Failed(ev.ret)) total = std::min<uint64_t>(total, static_cast<uint64_t>(ev.ret));
+    if (total > kMaxReadBuffer * 16) return false;
+    for (size_t i = 0; i < iov.size() && data.size() < total; ++i) {
       const CapturedBuffer* b = FindBuffer(ev, 1, static_cast<int>(i + 1));
       if (iov[i].len > 0 && (!b || b->not_captured)) return false;
       size_t at = data.size();
-      data.resize(at + iov[i].len);
-      if (b) std::memcpy(data.data() + at, b->bytes.data(), std::min(b->bytes.size(), iov[i].len));
+      uint64_t len = std::min<uint64_t>(iov[i].len, total - at);
+      data.resize(at + len);
+      if (b)
+        std::memcpy(data.data() + at, b->bytes.data(), std::min<uint64_t>(b->bytes.size(), len));
     }
     want = data.size();
     bytes = &data;
