@@ -2,6 +2,7 @@
 // sync calls, truncate/fallocate, fchmod/fchown, and the stat family (for fds and paths).
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -181,6 +182,45 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       }
     }
   });
+  return true;
+}
+
+bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
+  bool cfr = ev.nr == sysno::copy_file_range;
+  int in_arg = cfr ? 0 : 1, out_arg = cfr ? 2 : 0;
+  auto in = proc.Get(static_cast<int>(ev.args[in_arg]));
+  auto to = proc.Get(static_cast<int>(ev.args[out_arg]));
+  if (!in || !to) {
+    // Copying a live file to an emulated fd (cat to the terminal) still moves the file offset.
+    bool in_offset_used = cfr ? ev.args[1] == 0 : ev.args[2] == 0;
+    if (in && in_offset_used && !Failed(ev.ret) && ev.ret > 0) {
+      ::lseek(in->fd.get(), ev.ret, SEEK_CUR);
+    }
+    return false;
+  }
+  // The offsets the call was given, as captured at entry (NULL: the file offsets).
+  auto offset = [&](int arg, loff_t* v) -> loff_t* {
+    if (ev.args[arg] == 0) return nullptr;
+    const CapturedBuffer* b = FindBuffer(ev, arg, 0, BufferDir::kIn);
+    if (!b || b->bytes.size() < sizeof(*v)) return nullptr;
+    std::memcpy(v, b->bytes.data(), sizeof(*v));
+    return v;
+  };
+  // As many bytes as the recording moved; all that was asked when it moved none.
+  uint64_t len = cfr ? ev.args[4] : ev.args[3];
+  if (!Failed(ev.ret) && ev.ret > 0) len = static_cast<uint64_t>(ev.ret);
+  loff_t off_in = 0, off_out = 0;
+  if (cfr) {
+    loff_t* pin = offset(1, &off_in);
+    loff_t* pout = offset(3, &off_out);
+    if ((ev.args[1] && !pin) || (ev.args[3] && !pout)) return false;
+    out->ret = Errno(::copy_file_range(in->fd.get(), pin, to->fd.get(), pout, len,
+                                       static_cast<unsigned>(ev.args[5])));
+  } else {
+    loff_t* pin = offset(2, &off_in);
+    if (ev.args[2] && !pin) return false;
+    out->ret = Errno(::sendfile(to->fd.get(), in->fd.get(), pin, len));
+  }
   return true;
 }
 

@@ -77,12 +77,44 @@ int Executor::Target(const SyscallEvent& ev, ProcessState& proc, int dirfd_arg, 
   }
   if (empty) return ev.args[path_arg] == 0 ? -EFAULT : -ENOENT;
   std::string path;
-  if (!PathArg(ev, proc, path_arg, dirfd_arg, &path) || IsVirtualPath(path)) {
+  if (!PathArg(ev, proc, path_arg, dirfd_arg, &path)) {
+    *emulate = true;
+    return -EINVAL;
+  }
+  if (int fd = ProcFdPath(ev, proc, path, holder); fd != -1) {
+    if (fd == -EBADF) *emulate = true;
+    return fd;
+  }
+  if (IsVirtualPath(path)) {
     *emulate = true;
     return -EINVAL;
   }
   int fd = sandbox_.OpenPath(path, nofollow);
   if (fd >= 0) holder->reset(fd);
+  return fd;
+}
+
+int Executor::ProcFdPath(const SyscallEvent& ev, ProcessState& proc, const std::string& path,
+                         UniqueFd* holder) const {
+  // glibc reaches an O_PATH fd's file through /proc/self/fd/N (fchmodat with
+  // AT_SYMLINK_NOFOLLOW, fchownat, ...); the replay gives it the live fd behind recorded fd N.
+  std::string n = NormalizePath(path);
+  std::string pid = std::to_string(ev.pid);
+  std::string fd_text;
+  for (const std::string& prefix :
+       {std::string("/proc/self/fd/"), std::string("/proc/thread-self/fd/"),
+        "/proc/" + pid + "/fd/"}) {
+    if (n.compare(0, prefix.size(), prefix) == 0) fd_text = n.substr(prefix.size());
+  }
+  if (fd_text.empty() || fd_text.size() > 9 ||
+      fd_text.find_first_not_of("0123456789") != std::string::npos) {
+    return -1;
+  }
+  auto live = proc.Get(std::stoi(fd_text));
+  if (!live) return -EBADF;
+  int fd = ::fcntl(live->fd.get(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  holder->reset(fd);
   return fd;
 }
 

@@ -80,6 +80,8 @@ bool IsReplayed(int nr) {
     case sysno::pwritev:
     case sysno::pwritev2:
     case sysno::lseek:
+    case sysno::copy_file_range:
+    case sysno::sendfile:
     case sysno::fsync:
     case sysno::fdatasync:
     case sysno::sync_file_range:
@@ -204,6 +206,10 @@ Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
       case sysno::pwritev:
       case sysno::pwritev2:
         done = Write(ev, proc, &out);
+        break;
+      case sysno::copy_file_range:
+      case sysno::sendfile:
+        done = Copy(ev, proc, &out);
         break;
       case sysno::lseek:
       case sysno::fsync:

@@ -58,6 +58,8 @@ class Executor {
   bool Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
+  // copy_file_range and sendfile between two live fds (cp and cat use them for file data).
+  bool Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Dup(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
@@ -76,6 +78,10 @@ class Executor {
   // the caller's point of view is signalled by *emulate.
   int Target(const SyscallEvent& ev, ProcessState& proc, int dirfd_arg, int path_arg, bool nofollow,
              bool empty_path, UniqueFd* holder, bool* emulate) const;
+  // "/proc/self/fd/N" (or thread-self, or the recorded pid) names recorded fd N: a dup of its
+  // live fd, -1 when the path is not of that form, -EBADF when N is not live.
+  int ProcFdPath(const SyscallEvent& ev, ProcessState& proc, const std::string& path,
+                 UniqueFd* holder) const;
   uint8_t* Scratch(size_t n);
 
   // The fast paths: a path without a trailing slash is resolved as (cached parent fd, name) and
