@@ -38,7 +38,8 @@ struct Node {
   uint64_t size = 0;
   uint64_t nlink = 1;
   uint64_t data_end = 0;  // end of the furthest byte read
-  std::map<uint64_t, std::vector<uint8_t>> content;
+  // Offset -> bytes read there; the bytes stay in the schedule, which outlives Prepare.
+  std::map<uint64_t, const std::vector<uint8_t>*> content;
   std::string target;  // symlink
 };
 
@@ -182,7 +183,7 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
     bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
     if (vec && b.sub == 0) continue;
-    if (!b.bytes.empty()) node.content[at] = b.bytes;
+    if (!b.bytes.empty()) node.content[at] = &b.bytes;
     at += b.length;
   }
 }
@@ -508,11 +509,11 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
       }
       UniqueFd f(fd);
       for (const auto& [off, bytes] : n.content) {
-        if (::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off)) !=
-            static_cast<ssize_t>(bytes.size())) {
+        if (::pwrite(fd, bytes->data(), bytes->size(), static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(bytes->size())) {
           return ErrnoError("--prepare: write " + path);
         }
-        st->bytes += bytes.size();
+        st->bytes += bytes->size();
       }
       uint64_t size = n.have_stat ? n.size : n.data_end;
       if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
@@ -555,9 +556,8 @@ Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox)
   PrepareStats st;
   for (auto& [path, n] : sim.nodes()) {
     if (n.state != State::kPre || path == "/" || path.empty()) continue;
-    Node node = n;
-    if (node.kind == Kind::kUnknown) node.kind = Kind::kFile;
-    FAY_RETURN_IF_ERROR(Make(sandbox, path, node, &st));
+    if (n.kind == Kind::kUnknown) n.kind = Kind::kFile;
+    FAY_RETURN_IF_ERROR(Make(sandbox, path, n, &st));
   }
   return st;
 }

@@ -126,6 +126,11 @@ Expected<Schedule> LoadSchedule(const std::string& path) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   std::vector<SyscallEvent> events;
   std::vector<ProcessEvent> procs;
+  uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
+  for (const trace::ChunkRef& c : reader.chunks()) {
+    if (c.type == trace::ChunkType::kEvents) indexed += c.count;
+  }
+  events.reserve(indexed);
   Status st = reader.ForEach([&](const SyscallEvent& ev) { events.push_back(ev); },
                              [&](const ProcessEvent& ev) { procs.push_back(ev); });
   if (!st.ok()) return st;
