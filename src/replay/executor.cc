@@ -182,6 +182,7 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
 }
 
 Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
+  cache_.EndOfCall();
   Outcome out;
   bool returned = ev.exit_ns != 0 && !(ev.flags & kEventNoExit);
   if (returned && IsReplayed(ev.nr)) {

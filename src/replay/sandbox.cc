@@ -94,7 +94,7 @@ int Sandbox::Parent(std::string_view path, ParentAndName* out, ParentCache* cach
 int ParentCache::Find(const std::string& parent) {
   uint64_t now = generation_->load(std::memory_order_acquire);
   if (now != seen_) {
-    fds_.clear();
+    Retire();
     seen_ = now;
     return -1;
   }
@@ -104,25 +104,36 @@ int ParentCache::Find(const std::string& parent) {
 
 int ParentCache::Put(const std::string& parent, UniqueFd fd) {
   constexpr size_t kMaxEntries = 256;
-  if (fds_.size() >= kMaxEntries) fds_.clear();
+  if (fds_.size() >= kMaxEntries) Retire();
   int raw = fd.get();
   fds_[parent] = std::move(fd);
   return raw;
 }
 
+void ParentCache::Retire() {
+  for (auto& kv : fds_) retired_.push_back(std::move(kv.second));
+  fds_.clear();
+}
+
 void ParentCache::Changed(const std::string& path) {
   uint64_t before = generation_->fetch_add(1, std::memory_order_acq_rel);
   if (before != seen_) {
-    fds_.clear();  // another worker changed something too
+    Retire();  // another worker changed something too
   } else {
     std::string norm = NormalizePath(path);
-    std::erase_if(fds_, [&](const auto& kv) {
+    for (auto it = fds_.begin(); it != fds_.end();) {
       // A key spelt with ".." may reach the changed path in a way no prefix shows.
-      if (kv.first.find("..") != std::string::npos) return true;
-      std::string k = NormalizePath(kv.first);
-      return k == norm || (k.size() > norm.size() && k.compare(0, norm.size(), norm) == 0 &&
-                           (norm == "/" || k[norm.size()] == '/'));
-    });
+      std::string k = NormalizePath(it->first);
+      bool drop = it->first.find("..") != std::string::npos || k == norm ||
+                  (k.size() > norm.size() && k.compare(0, norm.size(), norm) == 0 &&
+                   (norm == "/" || k[norm.size()] == '/'));
+      if (drop) {
+        retired_.push_back(std::move(it->second));
+        it = fds_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   seen_ = before + 1;
 }

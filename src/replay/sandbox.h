@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -44,11 +45,17 @@ class ParentCache {
   int Put(const std::string& parent, UniqueFd fd);
   // After this worker removed or renamed path.
   void Changed(const std::string& path);
+  // Between calls: closes the fds dropped during the last one. A call may hold two borrowed
+  // fds (rename), so none is closed while a call could still be using it.
+  void EndOfCall() { retired_.clear(); }
 
  private:
+  void Retire();  // drops every entry
+
   std::atomic<uint64_t>* generation_;
   uint64_t seen_ = 0;
   std::unordered_map<std::string, UniqueFd> fds_;
+  std::vector<UniqueFd> retired_;
 };
 
 class Sandbox {
