@@ -559,6 +559,8 @@ Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox)
     if (n.kind == Kind::kUnknown) n.kind = Kind::kFile;
     FAY_RETURN_IF_ERROR(Make(sandbox, path, n, &st));
   }
+  // What was written here must not be written back to disk while the replay runs and is timed.
+  if (st.bytes > 0 && ::syncfs(sandbox.root_fd()) != 0) return ErrnoError("--prepare: syncfs");
   return st;
 }
 

@@ -13,7 +13,9 @@
 // mode, owner and size from stat results, its bytes from reads (at the offsets they were read
 // from; the rest is a hole), a symlink's target from readlink. Paths under /proc, /sys and /dev
 // are not created: replay emulates calls on them. A file recorded with st_nlink > 1 gets the
-// missing links under /.fay-prepare-links in the root, so its link count verifies.
+// missing links under /.fay-prepare-links in the root, so its link count verifies. The root's
+// file system is synced afterwards, so write-back of the prepared files does not compete with
+// the replay that follows.
 #pragma once
 
 #include <cstdint>
