@@ -560,7 +560,12 @@ Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox)
     FAY_RETURN_IF_ERROR(Make(sandbox, path, n, &st));
   }
   // What was written here must not be written back to disk while the replay runs and is timed.
-  if (st.bytes > 0 && ::syncfs(sandbox.root_fd()) != 0) return ErrnoError("--prepare: syncfs");
+  if (st.bytes > 0) {
+    int fd = sandbox.OpenAt("/", O_RDONLY | O_DIRECTORY, 0);  // syncfs refuses O_PATH fds
+    if (fd < 0) return ErrnoError("--prepare: open the root", -fd);
+    UniqueFd root(fd);
+    if (::syncfs(fd) != 0) return ErrnoError("--prepare: syncfs");
+  }
   return st;
 }
 
