@@ -325,6 +325,7 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   auto live = std::make_shared<LiveFd>();
   live->fd.reset(fd);
   live->path = std::move(path);
+  if (!fallback && !(flags & O_NOFOLLOW)) live->hidden_flags = O_NOFOLLOW;
   proc.Set(recorded, std::move(live), (flags & O_CLOEXEC) != 0);
   return true;
 }
@@ -400,14 +401,18 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       return true;
     case F_GETFL: {
       long r = ::fcntl(live->fd.get(), F_GETFL);
-      // Live pipes are non-blocking so that replay never hangs; the recording's were not.
-      if (r >= 0 && live->is_pipe) r &= ~static_cast<long>(O_NONBLOCK);
+      if (r >= 0) r &= ~static_cast<long>(live->hidden_flags.load());
       out->ret = Errno(r);
       return true;
     }
     case F_SETFL: {
       long arg = static_cast<long>(ev.args[2]);
-      if (live->is_pipe) arg |= O_NONBLOCK;
+      // Live pipes stay non-blocking so that replay never hangs; F_GETFL shows what the
+      // program asked for.
+      if (live->is_pipe) {
+        live->hidden_flags = (arg & O_NONBLOCK) ? 0 : O_NONBLOCK;
+        arg |= O_NONBLOCK;
+      }
       out->ret = Errno(::fcntl(live->fd.get(), F_SETFL, arg));
       return true;
     }
@@ -432,6 +437,7 @@ bool Executor::Pipe(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     auto live = std::make_shared<LiveFd>();
     live->fd.reset(fds[i]);
     live->is_pipe = true;
+    if (!(flags & O_NONBLOCK)) live->hidden_flags = O_NONBLOCK;
     proc.Set(recorded[i], std::move(live), (flags & O_CLOEXEC) != 0);
   }
   out->ret = 0;

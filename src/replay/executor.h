@@ -74,8 +74,8 @@ class Executor {
                std::string* out) const;
   // A live fd for "the object named by (dirfd, path, flags)" as the stat/chmod family sees it:
   // the dirfd itself with AT_EMPTY_PATH and an empty path, else an O_PATH open in the sandbox.
-  // Returns the fd (owned by *holder when opened here) or -errno; -EAGAIN... never: false from
-  // the caller's point of view is signalled by *emulate.
+  // Returns the fd (owned by *holder) or -errno; *emulate is set when the call cannot be
+  // replayed faithfully.
   int Target(const SyscallEvent& ev, ProcessState& proc, int dirfd_arg, int path_arg, bool nofollow,
              bool empty_path, UniqueFd* holder, bool* emulate) const;
   // "/proc/self/fd/N" (or thread-self, or the recorded pid) names recorded fd N: a dup of its

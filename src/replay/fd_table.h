@@ -8,6 +8,7 @@
 // the entry, as in the kernel.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,10 @@ struct LiveFd {
   UniqueFd fd;
   std::string path;  // root-relative path it was opened by, for *at calls relative to it
   bool is_pipe = false;
+  // Status flags the replay added that the recording's open did not have (O_NONBLOCK on
+  // pipes, O_NOFOLLOW from resolving the last component without following it): F_GETFL hides
+  // them.
+  std::atomic<int> hidden_flags{0};
 };
 
 struct FdEntry {

@@ -189,7 +189,6 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
 }
 
 void Simulator::Run() {
-  for (const auto& [pid, parent] : s_.parent_of) (void)parent;
   std::vector<std::pair<uint32_t, uint32_t>> order;
   for (uint32_t t = 0; t < s_.threads.size(); ++t) {
     for (uint32_t i = 0; i < s_.threads[t].calls.size(); ++i) order.emplace_back(t, i);
@@ -250,7 +249,7 @@ void Simulator::Call(const SyscallEvent& ev) {
       Node& n = nodes_[path];
       if (n.state == State::kUnknown) {
         if (flags & O_CREAT) {
-          n.state = (flags & O_EXCL) ? State::kAbsent : State::kAbsent;
+          n.state = State::kAbsent;
           n.tentative = !(flags & (O_EXCL | O_TRUNC));
           if (!n.tentative) n.modified = true;
         } else {

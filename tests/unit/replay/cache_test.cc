@@ -1,7 +1,9 @@
 // The parent-directory cache must never let a call see a directory under a name it no longer
 // has: renames and removals, by this worker or another, drop what they could have changed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -64,6 +66,48 @@ TEST(ParentCacheTest, ARenamedDirectoryIsNotReachedByItsOldName) {
   EXPECT_TRUE(fs::is_directory(dir.File("r/e")));
   EXPECT_FALSE(fs::exists(dir.File("r/d")));
   EXPECT_TRUE(fs::is_empty(dir.File("r/e")));
+}
+
+}  // namespace
+}  // namespace fay::replay
+
+namespace fay::replay {
+namespace {
+
+// F_GETFL shows the flags the program's open asked for, not the ones the replay added
+// (O_NOFOLLOW when it resolved the name itself, O_NONBLOCK on pipes).
+TEST(FcntlTest, GetflHidesWhatTheReplayAdded) {
+  ScratchDir dir;
+  fs::create_directories(dir.File("r"));
+  // What the kernel says for the same opens made the ordinary way.
+  int f = ::open(dir.File("probe").c_str(), O_RDWR | O_CREAT, 0644);
+  int p[2];
+  ASSERT_GE(f, 0);
+  ASSERT_EQ(::pipe2(p, 0), 0);
+  int64_t file_fl = ::fcntl(f, F_GETFL), pipe_fl = ::fcntl(p[0], F_GETFL);
+  ::close(f);
+  ::close(p[0]);
+  ::close(p[1]);
+
+  Events e;
+  e.OpenAt("/f", O_RDWR | O_CREAT, 3);
+  e.Add(sysno::fcntl, {3, F_GETFL}, file_fl);
+  SyscallEvent& pipe = e.Add(sysno::pipe2, {0, 0}, 0);
+  Events::Data(pipe, 0, std::string("\x04\0\0\0\x05\0\0\0", 8), BufferDir::kOut);
+  e.Add(sysno::fcntl, {4, F_GETFL}, pipe_fl);
+  e.Add(sysno::fcntl, {4, F_SETFL, O_NONBLOCK}, 0);
+  e.Add(sysno::fcntl, {4, F_GETFL}, pipe_fl | O_NONBLOCK);
+  Schedule s = BuildSchedule(std::move(e.events()), {});
+  auto sb = Sandbox::Open(dir.File("r"));
+  ASSERT_TRUE(sb.ok());
+  ReplayOptions o;
+  o.verify = true;
+  auto r = Replay(s, *sb, o);
+  ASSERT_TRUE(r.ok());
+  for (const Mismatch& m : r->listed)
+    ADD_FAILURE() << m.index << ": " << m.expected << " / " << m.actual;
+  EXPECT_EQ(r->replayed, 6u);
+  EXPECT_EQ(r->verified, 6u);
 }
 
 }  // namespace
