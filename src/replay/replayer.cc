@@ -1,6 +1,7 @@
 #include "replay/replayer.h"
 
 #include <fmt/core.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,10 +27,19 @@ uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Sleeps until ns on CLOCK_MONOTONIC. A sleep wakes tens of microseconds late, which summed over
+// thousands of short recorded gaps would stretch the timeline many times over: the last
+// stretch is spun instead.
 void SleepUntil(uint64_t ns) {
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  constexpr uint64_t kSpinNs = 60'000;
+  if (ns > NowNs() + kSpinNs) {
+    uint64_t wake = ns - kSpinNs;
+    timespec ts{static_cast<time_t>(wake / 1'000'000'000ull),
+                static_cast<long>(wake % 1'000'000'000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
   }
+  while (NowNs() < ns) __builtin_ia32_pause();
 }
 
 // Each recorded thread's completed-call count, alone in its cache line.
@@ -170,6 +180,8 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
 
 void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
   Executor ex(sb_, procs_, ExecutorOptions{o_.verify});
+  // Timed replay sleeps often and briefly: the default 50 us of timer slack would add up.
+  if (o_.timing != Timing::kAsap) ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   std::vector<uint32_t> pos(owned.size(), 0);
   // Timing: when the previous call of each owned thread finished (live) and ended (recorded).
   std::vector<uint64_t> live_prev(owned.size(), 0);
