@@ -68,14 +68,22 @@ bool Executor::Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     // The element lengths come from the iovec array, captured only when the call succeeded.
     std::vector<Iov> iov = IovArray(FindBuffer(ev, 1, 0, BufferDir::kOut));
     if (iov.empty() && ev.args[2] != 0) return false;
-    uint64_t total = 0;
-    for (const Iov& v : iov) total += std::min(v.len, kMaxReadBuffer);
-    uint8_t* buf = Scratch(total);
+    // Room for what the recording read (the elements in order, as the kernel fills them), and
+    // never more than kMaxReadBuffer in all however large the elements claim to be.
+    uint64_t budget = std::min<uint64_t>(
+        Failed(ev.ret) || ev.ret == 0 ? kMaxReadBuffer : static_cast<uint64_t>(ev.ret),
+        kMaxReadBuffer);
     std::vector<iovec> live_iov(iov.size());
-    uint64_t at = 0;
+    uint64_t total = 0;
     for (size_t i = 0; i < iov.size(); ++i) {
-      live_iov[i] = {buf + at, std::min(iov[i].len, kMaxReadBuffer)};
-      at += live_iov[i].iov_len;
+      live_iov[i].iov_len = std::min(iov[i].len, budget - total);
+      total += live_iov[i].iov_len;
+    }
+    uint8_t* buf = Scratch(total);
+    uint64_t at = 0;
+    for (iovec& v : live_iov) {
+      v.iov_base = buf + at;
+      at += v.iov_len;
     }
     int cnt = static_cast<int>(live_iov.size());
     out->ret = PipeRetry(*live, POLLIN, [&]() -> int64_t {
