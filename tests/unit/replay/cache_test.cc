@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "replay/replayer.h"
@@ -108,6 +109,44 @@ TEST(FcntlTest, GetflHidesWhatTheReplayAdded) {
     ADD_FAILURE() << m.index << ": " << m.expected << " / " << m.actual;
   EXPECT_EQ(r->replayed, 6u);
   EXPECT_EQ(r->verified, 6u);
+}
+
+}  // namespace
+}  // namespace fay::replay
+
+namespace fay::replay {
+namespace {
+
+// Lengths and fds no real call would have (a corrupt or crafted trace) are replayed or emulated,
+// never trusted for an allocation.
+TEST(HostileTraceTest, AbsurdLengthsAndFdsNeverCrash) {
+  ScratchDir dir;
+  fs::create_directories(dir.File("r"));
+  Events e;
+  e.OpenAt("/f", O_RDWR | O_CREAT, 3);
+  e.Write(3, "abc");
+  e.Add(sysno::read, {3, 0x1000, 1ull << 62}, 0);
+  Events::Data(e.Add(sysno::write, {3, 0, 1ull << 50}, -EFAULT), 1, "x");
+  std::string iov(32, '\0');
+  uint64_t huge = 1ull << 40;
+  std::memcpy(&iov[8], &huge, 8);
+  std::memcpy(&iov[24], &huge, 8);
+  Events::Data(e.Add(sysno::readv, {3, 0, 2}, 0), 1, iov, BufferDir::kOut);
+  Events::Data(e.Add(sysno::writev, {3, 0, 2}, -EFAULT), 1, iov);
+  e.Add(sysno::getdents64, {3, 0x1000, 1ull << 60}, -ENOTDIR);
+  e.Path1(sysno::readlink, "/f", -EINVAL, {0x1000, 1ull << 60});
+  e.Add(sysno::read, {static_cast<uint64_t>(-1), 0, 10}, -EBADF);
+  e.Add(sysno::close, {1ull << 31}, -EBADF);
+  e.Add(sysno::lseek, {3, 1ull << 63, 0}, -EINVAL);
+  Schedule s = BuildSchedule(std::move(e.events()), {});
+  auto sb = Sandbox::Open(dir.File("r"));
+  ASSERT_TRUE(sb.ok());
+  ReplayOptions o;
+  o.verify = true;
+  auto r = Replay(s, *sb, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->calls, 11u);
+  EXPECT_EQ(r->replayed + r->emulated, 11u);
 }
 
 }  // namespace
