@@ -177,7 +177,10 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
   }
   auto live = proc.Get(dirfd);
   if (!live) return false;
-  *out = JoinPath(live->path, path);
+  // Where the directory is now (it may have been renamed since it was opened), as the kernel
+  // knows it; the path it was opened by when that is not beneath the root any more (removed).
+  std::string now = sandbox_.PathOf(live->fd.get());
+  *out = JoinPath(now.empty() ? live->path : now, path);
   return true;
 }
 

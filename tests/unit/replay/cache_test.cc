@@ -151,3 +151,31 @@ TEST(HostileTraceTest, AbsurdLengthsAndFdsNeverCrash) {
 
 }  // namespace
 }  // namespace fay::replay
+
+namespace fay::replay {
+namespace {
+
+// An *at call relative to a directory fd follows the directory where it is now.
+TEST(DirfdTest, ARenamedDirectoryIsFollowedThroughItsFd) {
+  ScratchDir dir;
+  fs::create_directories(dir.File("r/d"));
+  Events e;
+  e.OpenAt("/d", O_RDONLY | O_DIRECTORY, 3);
+  e.Path2(sysno::rename, "/d", "/e", 0);
+  Events::Str(e.Add(sysno::openat, {3, 0, O_WRONLY | O_CREAT | O_EXCL, 0644}, 4), 1, "f");
+  Events::Str(e.Add(sysno::mkdirat, {3, 0, 0755}, 0), 1, "sub");
+  Schedule s = BuildSchedule(std::move(e.events()), {});
+  auto sb = Sandbox::Open(dir.File("r"));
+  ASSERT_TRUE(sb.ok());
+  ReplayOptions o;
+  o.verify = true;
+  auto r = Replay(s, *sb, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->verified, 4u);
+  EXPECT_TRUE(fs::exists(dir.File("r/e/f")));
+  EXPECT_TRUE(fs::is_directory(dir.File("r/e/sub")));
+  EXPECT_FALSE(fs::exists(dir.File("r/d")));
+}
+
+}  // namespace
+}  // namespace fay::replay
