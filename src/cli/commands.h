@@ -17,5 +17,6 @@ Runner RegisterInfo(CLI::App& app);
 Runner RegisterDump(CLI::App& app);
 Runner RegisterRecord(CLI::App& app);
 Runner RegisterConvert(CLI::App& app);
+Runner RegisterReplay(CLI::App& app);
 
 }  // namespace fay::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   runners["dump"] = fay::cli::RegisterDump(app);
   runners["record"] = fay::cli::RegisterRecord(app);
   runners["convert"] = fay::cli::RegisterConvert(app);
+  runners["replay"] = fay::cli::RegisterReplay(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

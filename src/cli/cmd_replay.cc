@@ -1,0 +1,177 @@
+// fay replay FILE --root DIR [--prepare] [--verify] [--timing asap|original|xN]
+//                 [--threads auto|N] [--progress] [--max-mismatches N]
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "cli/commands.h"
+#include "replay/prepare.h"
+#include "replay/replayer.h"
+#include "replay/sandbox.h"
+#include "replay/schedule.h"
+#include "schema/syscall_table.h"
+
+namespace fay::cli {
+namespace {
+
+struct ReplayCli {
+  std::string path;
+  std::string root;
+  bool prepare = false;
+  bool verify = false;
+  std::string timing = "asap";
+  std::string threads = "auto";
+  bool progress = false;
+  bool no_progress = false;
+  size_t max_mismatches = 50;
+};
+
+std::string Label(int nr) {
+  std::string_view name = SyscallName(nr);
+  return name.empty() ? fmt::format("syscall_{}", nr) : std::string(name);
+}
+
+// "read 12, write 3": most frequent first.
+std::string CountList(const std::map<int, uint64_t>& by_nr) {
+  std::vector<std::pair<int, uint64_t>> v(by_nr.begin(), by_nr.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : Label(a.first) < Label(b.first);
+  });
+  std::string s;
+  for (const auto& [nr, n] : v) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", Label(nr), n);
+  return s;
+}
+
+int Run(const ReplayCli& c) {
+  replay::ReplayOptions opt;
+  opt.verify = c.verify;
+  opt.max_listed = c.max_mismatches;
+  if (c.timing == "asap") {
+    opt.timing = replay::Timing::kAsap;
+  } else if (c.timing == "original") {
+    opt.timing = replay::Timing::kOriginal;
+  } else if (c.timing.size() > 1 && c.timing[0] == 'x') {
+    opt.timing = replay::Timing::kScaled;
+    try {
+      size_t used = 0;
+      opt.speed = std::stod(c.timing.substr(1), &used);
+      if (used != c.timing.size() - 1) opt.speed = 0;
+    } catch (...) {
+      opt.speed = 0;
+    }
+    if (!(opt.speed > 0)) {
+      fmt::print(stderr, "fay replay: --timing {}: N in xN must be a number > 0 (x2, x0.5)\n",
+                 c.timing);
+      return 2;
+    }
+  } else {
+    fmt::print(stderr, "fay replay: --timing {}: expected asap, original or xN (x2, x0.5)\n",
+               c.timing);
+    return 2;
+  }
+  if (c.threads != "auto") {
+    try {
+      size_t used = 0;
+      long n = std::stol(c.threads, &used);
+      if (used != c.threads.size() || n < 1 || n > 65536) throw 0;
+      opt.threads = static_cast<unsigned>(n);
+    } catch (...) {
+      fmt::print(stderr, "fay replay: --threads {}: expected auto or a number from 1\n", c.threads);
+      return 2;
+    }
+  }
+  opt.progress = !c.no_progress && (c.progress || ::isatty(STDERR_FILENO));
+
+  auto sandbox = replay::Sandbox::Open(c.root);
+  if (!sandbox.ok()) {
+    fmt::print(stderr, "fay replay: {}\n", sandbox.status().message());
+    return 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto schedule = replay::LoadSchedule(c.path);
+  if (!schedule.ok()) {
+    fmt::print(stderr, "fay replay: {}\n", schedule.status().message());
+    return 1;
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  if (c.prepare) {
+    auto st = replay::Prepare(*schedule, *sandbox);
+    if (!st.ok()) {
+      fmt::print(stderr, "fay replay: {}\n", st.status().message());
+      return 1;
+    }
+    fmt::print(
+        "prepared:   {} directories, {} files ({} bytes of recorded content), {} symlinks"
+        " in {}{}\n",
+        st->dirs, st->files, st->bytes, st->symlinks, c.root,
+        st->existing ? fmt::format(" ({} already there)", st->existing) : "");
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  auto report = replay::Replay(*schedule, *sandbox, opt);
+  if (!report.ok()) {
+    fmt::print(stderr, "fay replay: {}\n", report.status().message());
+    return 1;
+  }
+  const replay::ReplayReport& r = *report;
+  for (const replay::Mismatch& m : r.listed) {
+    fmt::print("mismatch: call {} tid {} {}{}: expected {}, got {}\n", m.index, m.tid, Label(m.nr),
+               m.path.empty() ? "" : fmt::format(" \"{}\"", m.path), m.expected, m.actual);
+  }
+  if (r.mismatches > r.listed.size()) {
+    fmt::print("mismatch: ... and {} more\n", r.mismatches - r.listed.size());
+  }
+  auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  fmt::print("calls:      {} from {} threads in {} processes ({} replay workers)\n", r.calls,
+             r.recorded_threads, r.processes, r.workers);
+  fmt::print("replayed:   {}\n", r.replayed);
+  if (c.verify) {
+    fmt::print("verified:   {} ({:.2f}%)\n", r.verified,
+               r.replayed ? 100.0 * r.verified / r.replayed : 100.0);
+    fmt::print("mismatches: {}{}\n", r.mismatches,
+               r.mismatches ? " (" + CountList(r.mismatch_by_nr) + ")" : "");
+  }
+  fmt::print("emulated:   {}{}\n", r.emulated,
+             r.emulated ? " (" + CountList(r.emulated_by_nr) + ")" : "");
+  fmt::print(
+      "wall:       {:.3f} s replay ({}) vs {:.3f} s recorded ({:.2f}x); load {:.3f} s, "
+      "prepare {:.3f} s\n",
+      r.wall_ns / 1e9, c.timing, r.recorded_ns / 1e9,
+      r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0, secs(t1 - t0),
+      secs(t2 - t1));
+  int code = r.mismatches ? 1 : 0;
+  // The schedule holds every buffer of the trace, in as many allocations; handing them back one
+  // by one takes longer than a small replay. The kernel takes them all at once.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+}  // namespace
+
+Runner RegisterReplay(CLI::App& app) {
+  auto c = std::make_shared<ReplayCli>();
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "replay a .fay trace's file calls inside a directory, optionally verifying them");
+  cmd->add_option("file", c->path, "the trace")->required();
+  cmd->add_option("--root", c->root, "directory every path is resolved inside (must exist)")
+      ->required();
+  cmd->add_flag("--prepare", c->prepare,
+                "first create in --root the files and directories the trace found existing");
+  cmd->add_flag("--verify", c->verify,
+                "compare results and returned data with the recording; exit 1 on a mismatch");
+  cmd->add_option("--timing", c->timing,
+                  "asap (default), original (recorded gaps between calls) or xN (gaps / N)");
+  cmd->add_option("--threads", c->threads,
+                  "replay workers: auto (one per recorded thread, default) or N");
+  cmd->add_flag("--progress", c->progress, "progress on stderr even when it is not a terminal");
+  cmd->add_flag("--no-progress", c->no_progress, "no progress bar, even on a terminal");
+  cmd->add_option("--max-mismatches", c->max_mismatches, "mismatches listed in full (default 50)");
+  return [c]() { return Run(*c); };
+}
+
+}  // namespace fay::cli

@@ -1,0 +1,571 @@
+#include "replay/prepare.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "replay/executor.h"
+#include "schema/syscall_table.h"
+
+namespace fay::replay {
+namespace {
+
+// Where --prepare keeps the extra hard links of files recorded with st_nlink > 1.
+constexpr const char* kLinkDir = "/.fay-prepare-links";
+
+enum class State : uint8_t { kUnknown, kPre, kAbsent };
+enum class Kind : uint8_t { kUnknown, kFile, kDir, kSymlink };
+
+struct Node {
+  State state = State::kUnknown;
+  Kind kind = Kind::kUnknown;
+  bool tentative = false;  // O_CREAT open of an unknown path: created, unless it held data
+  bool modified = false;   // the trace changed it: later observations say nothing of the start
+  bool have_stat = false;
+  uint32_t mode = 0;
+  uint32_t uid = 0, gid = 0;
+  uint64_t size = 0;
+  uint64_t nlink = 1;
+  uint64_t data_end = 0;  // end of the furthest byte read
+  // Offset -> bytes read there; the bytes stay in the schedule, which outlives Prepare.
+  std::map<uint64_t, const std::vector<uint8_t>*> content;
+  std::string target;  // symlink
+};
+
+struct FileRef {
+  std::string path;
+  uint64_t offset = 0;
+};
+
+struct Proc {
+  std::string cwd = "/";
+  std::unordered_map<int, std::shared_ptr<FileRef>> fds;
+};
+
+bool Failed(int64_t ret) {
+  return ret < 0 && ret >= -4095;
+}
+
+Kind KindOfMode(uint32_t mode) {
+  if (S_ISDIR(mode)) return Kind::kDir;
+  if (S_ISLNK(mode)) return Kind::kSymlink;
+  return Kind::kFile;
+}
+
+class Simulator {
+ public:
+  explicit Simulator(const Schedule& s) : s_(s) {}
+
+  void Run();
+  std::map<std::string, Node>& nodes() { return nodes_; }
+
+ private:
+  void Call(const SyscallEvent& ev);
+  Proc& P(int32_t pid) { return procs_[pid]; }
+  // Normalised absolute path of a path argument, "" when unknown or virtual.
+  std::string PathOf(const SyscallEvent& ev, int path_arg, int dirfd_arg);
+  Node& Observe(const std::string& path, bool exists, Kind kind = Kind::kUnknown);
+  void Created(const std::string& path, Kind kind);
+  void Parents(const std::string& path);
+  void StatResult(Node& n, const CapturedBuffer* b, bool statx);
+  void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance);
+
+  const Schedule& s_;
+  std::map<std::string, Node> nodes_;
+  std::unordered_map<int32_t, Proc> procs_;
+};
+
+std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_arg) {
+  const CapturedBuffer* b = FindBuffer(ev, path_arg);
+  if (!b || b->not_captured || b->truncated) return {};
+  std::string path(b->bytes.begin(), b->bytes.end());
+  if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
+  if (path.empty()) return {};
+  std::string base;
+  if (path.front() != '/') {
+    int dirfd = dirfd_arg < 0 ? AT_FDCWD : static_cast<int>(ev.args[dirfd_arg]);
+    Proc& p = P(ev.pid);
+    if (dirfd == AT_FDCWD) {
+      base = p.cwd;
+    } else {
+      auto it = p.fds.find(dirfd);
+      if (it == p.fds.end()) return {};
+      base = it->second->path;
+    }
+  }
+  std::string full = NormalizePath(JoinPath(base, path));
+  return IsVirtualPath(full) ? std::string() : full;
+}
+
+void Simulator::Parents(const std::string& path) {
+  std::string p = path;
+  while (true) {
+    size_t slash = p.rfind('/');
+    if (slash == std::string::npos || slash == 0) return;
+    p.resize(slash);
+    Node& n = nodes_[p];
+    // Once a directory is known to have existed, so are its ancestors (marked with it).
+    if (n.state == State::kPre && n.kind == Kind::kDir) return;
+    if (n.state == State::kUnknown) n.state = State::kPre;
+    if (n.kind == Kind::kUnknown || n.kind == Kind::kFile) n.kind = Kind::kDir;
+  }
+}
+
+Node& Simulator::Observe(const std::string& path, bool exists, Kind kind) {
+  Node& n = nodes_[path];
+  if (n.state == State::kUnknown) n.state = exists ? State::kPre : State::kAbsent;
+  if (exists && n.state == State::kPre && !n.modified && n.kind == Kind::kUnknown) n.kind = kind;
+  if (exists || n.state != State::kUnknown) Parents(path);
+  return n;
+}
+
+void Simulator::Created(const std::string& path, Kind kind) {
+  Node& n = nodes_[path];
+  if (n.state == State::kUnknown) n.state = State::kAbsent;
+  n.modified = true;
+  Parents(path);
+}
+
+void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
+  if (!b || b->not_captured || n.state != State::kPre || n.modified || n.have_stat) return;
+  if (statx) {
+    struct statx st;
+    if (b->bytes.size() < sizeof(st)) return;
+    std::memcpy(&st, b->bytes.data(), sizeof(st));
+    n.mode = st.stx_mode;
+    n.uid = st.stx_uid;
+    n.gid = st.stx_gid;
+    n.size = st.stx_size;
+    n.nlink = st.stx_nlink;
+  } else {
+    struct stat st;
+    if (b->bytes.size() < sizeof(st)) return;
+    std::memcpy(&st, b->bytes.data(), sizeof(st));
+    n.mode = st.st_mode;
+    n.uid = st.st_uid;
+    n.gid = st.st_gid;
+    n.size = static_cast<uint64_t>(st.st_size);
+    n.nlink = st.st_nlink;
+  }
+  n.have_stat = true;
+  n.kind = KindOfMode(n.mode);
+  if (n.tentative && n.size > 0) n.state = State::kPre;
+}
+
+void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance) {
+  if (Failed(ev.ret)) return;
+  uint64_t n = static_cast<uint64_t>(ev.ret);
+  if (advance) ref.offset += n;
+  auto it = nodes_.find(ref.path);
+  if (it == nodes_.end()) return;
+  Node& node = it->second;
+  if (node.tentative && n > 0 && !node.modified) {
+    node.state = State::kPre;
+    node.tentative = false;
+  }
+  if (node.state != State::kPre || node.modified) return;
+  if (node.kind == Kind::kUnknown) node.kind = Kind::kFile;
+  node.data_end = std::max(node.data_end, offset + n);
+  // Element by element for readv: sub 1 + i, laid out back to back.
+  uint64_t at = offset;
+  for (const CapturedBuffer& b : ev.buffers) {
+    if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
+    bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
+    if (vec && b.sub == 0) continue;
+    if (!b.bytes.empty()) node.content[at] = &b.bytes;
+    at += b.length;
+  }
+}
+
+void Simulator::Run() {
+  std::vector<std::pair<uint32_t, uint32_t>> order;
+  for (uint32_t t = 0; t < s_.threads.size(); ++t) {
+    for (uint32_t i = 0; i < s_.threads[t].calls.size(); ++i) order.emplace_back(t, i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return s_.threads[a.first].calls[a.second].ev.entry_ns <
+           s_.threads[b.first].calls[b.second].ev.entry_ns;
+  });
+  if (!s_.info.cwd.empty()) {
+    for (const ThreadCalls& t : s_.threads) P(t.pid).cwd = NormalizePath(s_.info.cwd);
+    Parents(NormalizePath(s_.info.cwd) + "/x");
+  }
+  for (const auto& [t, i] : order) Call(s_.threads[t].calls[i].ev);
+}
+
+void Simulator::Call(const SyscallEvent& ev) {
+  if (ev.exit_ns == 0 || (ev.flags & kEventNoExit)) return;
+  const auto& a = ev.args;
+  Proc& p = P(ev.pid);
+  bool ok = !Failed(ev.ret);
+  bool enoent = ev.ret == -ENOENT;
+  auto fd_ref = [&](int fd) -> FileRef* {
+    auto it = p.fds.find(fd);
+    return it == p.fds.end() ? nullptr : it->second.get();
+  };
+  auto node_of = [&](int fd) -> Node* {
+    FileRef* r = fd_ref(fd);
+    if (!r) return nullptr;
+    auto it = nodes_.find(r->path);
+    return it == nodes_.end() ? nullptr : &it->second;
+  };
+  auto path_call = [&](int path_arg, int dirfd_arg, Kind kind) -> Node* {
+    std::string path = PathOf(ev, path_arg, dirfd_arg);
+    if (path.empty() || path == "/") return nullptr;
+    if (!ok && !enoent) return nullptr;
+    return &Observe(path, ok, kind);
+  };
+  switch (ev.nr) {
+    case sysno::open:
+    case sysno::openat:
+    case sysno::creat:
+    case sysno::openat2: {
+      bool at = ev.nr == sysno::openat || ev.nr == sysno::openat2;
+      uint64_t flags = ev.nr == sysno::open ? a[1] : ev.nr == sysno::openat ? a[2] : 0;
+      if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
+      if (ev.nr == sysno::openat2) {
+        const CapturedBuffer* how = FindBuffer(ev, 2);
+        if (how && how->bytes.size() >= 8) std::memcpy(&flags, how->bytes.data(), 8);
+      }
+      std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
+      if (ok && !Failed(ev.ret)) p.fds.erase(static_cast<int>(ev.ret));
+      if (path.empty()) return;
+      if (!ok) {
+        if (enoent && !(flags & O_CREAT)) Observe(path, false);
+        if (ev.ret == -EEXIST) Observe(path, true);
+        return;
+      }
+      Node& n = nodes_[path];
+      if (n.state == State::kUnknown) {
+        if (flags & O_CREAT) {
+          n.state = State::kAbsent;
+          n.tentative = !(flags & (O_EXCL | O_TRUNC));
+          if (!n.tentative) n.modified = true;
+        } else {
+          n.state = State::kPre;
+          n.kind = (flags & O_DIRECTORY) ? Kind::kDir : Kind::kUnknown;
+        }
+      }
+      Parents(path);
+      if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) n.modified = true;
+      p.fds[static_cast<int>(ev.ret)] = std::make_shared<FileRef>(FileRef{path, 0});
+      return;
+    }
+    case sysno::close:
+      p.fds.erase(static_cast<int>(a[0]));
+      return;
+    case sysno::dup:
+    case sysno::dup2:
+    case sysno::dup3:
+    case sysno::fcntl: {
+      if (!ok) return;
+      if (ev.nr == sysno::fcntl && a[1] != F_DUPFD && a[1] != F_DUPFD_CLOEXEC) return;
+      auto it = p.fds.find(static_cast<int>(a[0]));
+      if (it == p.fds.end()) {
+        p.fds.erase(static_cast<int>(ev.ret));
+      } else {
+        auto ref = it->second;
+        p.fds[static_cast<int>(ev.ret)] = ref;
+      }
+      return;
+    }
+    case sysno::read:
+    case sysno::readv:
+      if (FileRef* r = fd_ref(static_cast<int>(a[0]))) ReadData(ev, *r, r->offset, true);
+      return;
+    case sysno::pread64:
+    case sysno::preadv:
+    case sysno::preadv2:
+      if (FileRef* r = fd_ref(static_cast<int>(a[0]))) ReadData(ev, *r, a[3], false);
+      return;
+    case sysno::write:
+    case sysno::writev:
+    case sysno::pwrite64:
+    case sysno::pwritev:
+    case sysno::pwritev2:
+    case sysno::ftruncate:
+    case sysno::fallocate: {
+      FileRef* r = fd_ref(static_cast<int>(a[0]));
+      if (!r) return;
+      if (Node* n = node_of(static_cast<int>(a[0]))) {
+        n->modified = true;
+        n->tentative = false;
+      }
+      if (ok && (ev.nr == sysno::write || ev.nr == sysno::writev)) r->offset += ev.ret;
+      return;
+    }
+    case sysno::lseek:
+      if (FileRef* r = fd_ref(static_cast<int>(a[0])); r && ok) r->offset = ev.ret;
+      return;
+    case sysno::fstat:
+      if (Node* n = node_of(static_cast<int>(a[0])); n && ok) {
+        StatResult(*n, FindBuffer(ev, 1, 0, BufferDir::kOut), false);
+      }
+      return;
+    case sysno::stat:
+    case sysno::lstat:
+      if (Node* n = path_call(0, -1, Kind::kUnknown); n && ok) {
+        StatResult(*n, FindBuffer(ev, 1, 0, BufferDir::kOut), false);
+      }
+      return;
+    case sysno::newfstatat:
+    case sysno::statx: {
+      bool sx = ev.nr == sysno::statx;
+      uint64_t flags = sx ? a[2] : a[3];
+      const CapturedBuffer* pb = FindBuffer(ev, 1);
+      bool empty = a[1] == 0 || (pb && (pb->bytes.empty() || pb->bytes[0] == 0));
+      const CapturedBuffer* out = FindBuffer(ev, sx ? 4 : 2, 0, BufferDir::kOut);
+      if (empty && (flags & AT_EMPTY_PATH)) {
+        if (Node* n = node_of(static_cast<int>(a[0])); n && ok) StatResult(*n, out, sx);
+        return;
+      }
+      if (Node* n = path_call(1, 0, Kind::kUnknown); n && ok) StatResult(*n, out, sx);
+      return;
+    }
+    case sysno::access:
+      path_call(0, -1, Kind::kUnknown);
+      return;
+    case sysno::faccessat:
+    case sysno::faccessat2:
+      path_call(1, 0, Kind::kUnknown);
+      return;
+    case sysno::truncate:
+      if (Node* n = path_call(0, -1, Kind::kFile)) n->modified = true;
+      return;
+    case sysno::chmod:
+    case sysno::chown:
+    case sysno::lchown:
+      path_call(0, -1, Kind::kUnknown);
+      return;
+    case sysno::fchmodat:
+    case sysno::fchownat:
+    case sysno::utimensat:
+      if (a[1] != 0) path_call(1, 0, Kind::kUnknown);
+      return;
+    case sysno::readlink:
+    case sysno::readlinkat: {
+      bool at = ev.nr == sysno::readlinkat;
+      std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
+      if (path.empty()) return;
+      if (ok) {
+        Node& n = Observe(path, true, Kind::kSymlink);
+        const CapturedBuffer* b = FindBuffer(ev, at ? 2 : 1, 0, BufferDir::kOut);
+        if (b && n.state == State::kPre && !n.modified && n.target.empty()) {
+          n.kind = Kind::kSymlink;
+          n.target.assign(b->bytes.begin(), b->bytes.end());
+        }
+      } else if (enoent) {
+        Observe(path, false);
+      } else if (ev.ret == -EINVAL) {
+        Observe(path, true);  // exists, not a symlink
+      }
+      return;
+    }
+    case sysno::mkdir:
+    case sysno::mkdirat: {
+      bool at = ev.nr == sysno::mkdirat;
+      std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
+      if (path.empty()) return;
+      if (ok) Created(path, Kind::kDir);
+      if (ev.ret == -EEXIST) Observe(path, true, Kind::kDir);
+      return;
+    }
+    case sysno::rmdir:
+    case sysno::unlink:
+    case sysno::unlinkat: {
+      bool at = ev.nr == sysno::unlinkat;
+      bool dir = ev.nr == sysno::rmdir || (at && (a[2] & AT_REMOVEDIR));
+      if (Node* n = path_call(at ? 1 : 0, at ? 0 : -1, dir ? Kind::kDir : Kind::kFile); n && ok) {
+        n->modified = true;
+      }
+      return;
+    }
+    case sysno::rename:
+    case sysno::renameat:
+    case sysno::renameat2: {
+      bool at = ev.nr != sysno::rename;
+      if (Node* n = path_call(at ? 1 : 0, at ? 0 : -1, Kind::kUnknown); n && ok) n->modified = true;
+      std::string to = PathOf(ev, at ? 3 : 1, at ? 2 : -1);
+      if (!to.empty() && ok) Created(to, Kind::kUnknown);
+      return;
+    }
+    case sysno::link:
+    case sysno::linkat: {
+      bool at = ev.nr == sysno::linkat;
+      path_call(at ? 1 : 0, at ? 0 : -1, Kind::kFile);
+      std::string to = PathOf(ev, at ? 3 : 1, at ? 2 : -1);
+      if (!to.empty() && ok) Created(to, Kind::kFile);
+      return;
+    }
+    case sysno::symlink:
+    case sysno::symlinkat: {
+      bool at = ev.nr == sysno::symlinkat;
+      std::string to = PathOf(ev, at ? 2 : 1, at ? 1 : -1);
+      if (!to.empty() && ok) Created(to, Kind::kSymlink);
+      if (!to.empty() && ev.ret == -EEXIST) Observe(to, true);
+      return;
+    }
+    case sysno::getdents64: {
+      FileRef* r = fd_ref(static_cast<int>(a[0]));
+      if (!r || !ok) return;
+      Node& dir = nodes_[r->path];
+      if (dir.state == State::kUnknown) dir.state = State::kPre;
+      dir.kind = Kind::kDir;
+      const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
+      if (!b) return;
+      const uint8_t* d = b->bytes.data();
+      size_t at = 0, n = b->bytes.size();
+      while (at + 19 <= n) {
+        uint16_t reclen;
+        std::memcpy(&reclen, d + at + 16, 2);
+        if (reclen < 19 || at + reclen > n) break;
+        std::string name(reinterpret_cast<const char*>(d + at + 19),
+                         strnlen(reinterpret_cast<const char*>(d + at + 19), reclen - 19));
+        uint8_t type = d[at + 18];
+        at += reclen;
+        if (name == "." || name == ".." || name.empty()) continue;
+        Kind kind = type == DT_DIR ? Kind::kDir : type == DT_LNK ? Kind::kSymlink : Kind::kFile;
+        std::string child = r->path == "/" ? "/" + name : r->path + "/" + name;
+        Node& c = nodes_[child];
+        if (c.state == State::kUnknown) {
+          c.state = State::kPre;
+          c.kind = kind;
+        }
+      }
+      return;
+    }
+    case sysno::chdir:
+      if (ok) {
+        std::string path = PathOf(ev, 0, -1);
+        if (!path.empty()) {
+          Observe(path, true, Kind::kDir).kind = Kind::kDir;
+          p.cwd = path;
+        }
+      }
+      return;
+    case sysno::fchdir:
+      if (FileRef* r = fd_ref(static_cast<int>(a[0])); r && ok) p.cwd = r->path;
+      return;
+    case sysno::clone:
+    case sysno::clone3:
+    case sysno::fork:
+    case sysno::vfork:
+      if (ok && ev.ret > 0 && s_.parent_of.count(static_cast<int32_t>(ev.ret))) {
+        Proc child = p;  // shares the FileRefs: the offsets are shared, as after fork
+        procs_[static_cast<int32_t>(ev.ret)] = std::move(child);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// Creates one entry (parents first: the map is ordered so "/a" precedes "/a/b").
+Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareStats* st) {
+  ParentAndName pn;
+  int r = sb.Parent(path, &pn);
+  if (r < 0) return ErrnoError("--prepare: " + path + ": parent directory", -r);
+  int dir = pn.dir();
+  const char* name = pn.name.c_str();
+  uint32_t perm = n.have_stat ? (n.mode & 07777) : (n.kind == Kind::kDir ? 0755 : 0644);
+  switch (n.kind) {
+    case Kind::kDir:
+      if (::mkdirat(dir, name, 0700) != 0) {
+        if (errno != EEXIST) return ErrnoError("--prepare: mkdir " + path);
+        ++st->existing;
+        return Status::Ok();
+      }
+      ++st->dirs;
+      break;
+    case Kind::kSymlink: {
+      std::string target = n.target.empty() ? std::string("(target not recorded)") : n.target;
+      if (::symlinkat(target.c_str(), dir, name) != 0) {
+        if (errno != EEXIST) return ErrnoError("--prepare: symlink " + path);
+        ++st->existing;
+        return Status::Ok();
+      }
+      ++st->symlinks;
+      if (n.have_stat) ::fchownat(dir, name, n.uid, n.gid, AT_SYMLINK_NOFOLLOW);
+      return Status::Ok();
+    }
+    default: {
+      int fd = ::openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        if (errno != EEXIST) return ErrnoError("--prepare: create " + path);
+        ++st->existing;
+        return Status::Ok();
+      }
+      UniqueFd f(fd);
+      for (const auto& [off, bytes] : n.content) {
+        if (::pwrite(fd, bytes->data(), bytes->size(), static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(bytes->size())) {
+          return ErrnoError("--prepare: write " + path);
+        }
+        st->bytes += bytes->size();
+      }
+      uint64_t size = n.have_stat ? n.size : n.data_end;
+      if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+        return ErrnoError("--prepare: truncate " + path);
+      }
+      ++st->files;
+      // Links the trace never saw still count in st_nlink: give the file as many, kept under
+      // kLinkDir, so the stat results verify exactly.
+      uint64_t nlink = n.have_stat ? n.nlink : 1;
+      for (uint64_t k = 1; k < nlink && k < 64; ++k) {
+        std::string name = fmt::format("{}", st->extra_links++);
+        ParentAndName links;
+        if (sb.Parent(std::string(kLinkDir) + "/" + name, &links) < 0) {
+          if (::mkdirat(sb.root_fd(), kLinkDir + 1, 0700) != 0 && errno != EEXIST) {
+            return ErrnoError(std::string("--prepare: mkdir ") + kLinkDir);
+          }
+          int r2 = sb.Parent(std::string(kLinkDir) + "/" + name, &links);
+          if (r2 < 0) return ErrnoError(std::string("--prepare: ") + kLinkDir, -r2);
+        }
+        if (::linkat(fd, "", links.dir(), links.name.c_str(), AT_EMPTY_PATH) != 0) {
+          return ErrnoError("--prepare: link " + path);
+        }
+      }
+      break;
+    }
+  }
+  // The owner, then the mode (chown clears set-id bits).
+  if (n.have_stat && ::fchownat(dir, name, n.uid, n.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoError("--prepare: chown " + path);
+  }
+  if (::fchmodat(dir, name, perm, 0) != 0) return ErrnoError("--prepare: chmod " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {
+  Simulator sim(schedule);
+  sim.Run();
+  PrepareStats st;
+  for (auto& [path, n] : sim.nodes()) {
+    if (n.state != State::kPre || path == "/" || path.empty()) continue;
+    if (n.kind == Kind::kUnknown) n.kind = Kind::kFile;
+    FAY_RETURN_IF_ERROR(Make(sandbox, path, n, &st));
+  }
+  // What was written here must not be written back to disk while the replay runs and is timed.
+  if (st.bytes > 0) {
+    int fd = sandbox.OpenAt("/", O_RDONLY | O_DIRECTORY, 0);  // syncfs refuses O_PATH fds
+    if (fd < 0) return ErrnoError("--prepare: open the root", -fd);
+    UniqueFd root(fd);
+    if (::syncfs(fd) != 0) return ErrnoError("--prepare: syncfs");
+  }
+  return st;
+}
+
+}  // namespace fay::replay

@@ -1,0 +1,41 @@
+// --prepare: rebuilds, inside the root, the part of the recorded machine's file tree that the
+// trace touched and that existed before the recording started, so that a trace recorded
+// elsewhere replays against the same starting state.
+//
+// The trace is walked once in recorded start order, simulating working directories and fd
+// tables. The first thing the trace says about a path decides whether it pre-existed:
+//   pre-existing: opened without O_CREAT, found by stat/access/readlink, removed, renamed away,
+//                 chmod'ed; listed by getdents64 in a directory; an ancestor of any path the
+//                 trace used; an O_CREAT open (without O_EXCL) whose file returned data before
+//                 the trace wrote to it;
+//   absent:       ENOENT, or created by the trace (mkdir, O_CREAT, symlink, link, rename target).
+// What a pre-existing file held comes from the trace, up to its first modification: its type,
+// mode, owner and size from stat results, its bytes from reads (at the offsets they were read
+// from; the rest is a hole), a symlink's target from readlink. Paths under /proc, /sys and /dev
+// are not created: replay emulates calls on them. A file recorded with st_nlink > 1 gets the
+// missing links under /.fay-prepare-links in the root, so its link count verifies. The root's
+// file system is synced afterwards, so write-back of the prepared files does not compete with
+// the replay that follows.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "replay/sandbox.h"
+#include "replay/schedule.h"
+
+namespace fay::replay {
+
+struct PrepareStats {
+  uint64_t dirs = 0;
+  uint64_t files = 0;
+  uint64_t symlinks = 0;
+  uint64_t bytes = 0;  // content bytes written (known from reads)
+  uint64_t existing = 0;
+  uint64_t extra_links = 0;  // hard links made under /.fay-prepare-links for st_nlink  // already
+                             // present in the root, left as they were
+};
+
+Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox);
+
+}  // namespace fay::replay

@@ -1,0 +1,147 @@
+#include "replay/schedule.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "schema/syscall_table.h"
+#include "trace/reader.h"
+
+namespace fay::replay {
+namespace {
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+bool Returned(const SyscallEvent& ev) {
+  return ev.exit_ns != 0 && !(ev.flags & kEventNoExit);
+}
+
+bool CreatesTask(int nr) {
+  return nr == sysno::clone || nr == sysno::clone3 || nr == sysno::fork || nr == sysno::vfork;
+}
+
+}  // namespace
+
+Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<ProcessEvent>& procs) {
+  Schedule s;
+  for (const ProcessEvent& p : procs) {
+    if (p.kind == ProcessEventKind::kFork && !p.is_thread) s.parent_of[p.pid] = p.parent_pid;
+  }
+  std::unordered_map<int32_t, uint32_t> by_tid;
+  s.first_ns = kNever;
+  for (uint64_t i = 0; i < events.size(); ++i) {
+    SyscallEvent& ev = events[i];
+    auto [it, fresh] = by_tid.try_emplace(ev.tid, static_cast<uint32_t>(s.threads.size()));
+    if (fresh) s.threads.push_back(ThreadCalls{ev.pid, ev.tid, {}});
+    s.first_ns = std::min(s.first_ns, ev.entry_ns);
+    s.last_ns = std::max(s.last_ns, std::max(ev.entry_ns, ev.exit_ns));
+    s.threads[it->second].calls.push_back(Call{i, std::move(ev), {}});
+  }
+  s.calls = events.size();
+  if (s.first_ns == kNever) s.first_ns = 0;
+  auto by_entry = [](const Call& a, const Call& b) { return a.ev.entry_ns < b.ev.entry_ns; };
+  for (ThreadCalls& t : s.threads) {
+    // Usually in order already: a thread's calls are written as they happen.
+    if (!std::is_sorted(t.calls.begin(), t.calls.end(), by_entry)) {
+      std::stable_sort(t.calls.begin(), t.calls.end(), by_entry);
+    }
+  }
+
+  // Completion points: thread T reaches k completed calls at the running maximum of its exit
+  // times (a call that never returned holds back every later call of its thread).
+  struct Completion {
+    uint64_t ns;
+    uint32_t thread;
+    uint32_t count;
+  };
+  std::vector<Completion> done;
+  struct Start {
+    uint64_t ns;
+    uint32_t thread;
+    uint32_t call;
+  };
+  std::vector<Start> starts;
+  for (uint32_t t = 0; t < s.threads.size(); ++t) {
+    uint64_t max_exit = 0;
+    const auto& calls = s.threads[t].calls;
+    for (uint32_t i = 0; i < calls.size(); ++i) {
+      const SyscallEvent& ev = calls[i].ev;
+      max_exit = std::max(max_exit, Returned(ev) ? ev.exit_ns : kNever);
+      if (max_exit != kNever) done.push_back({max_exit, t, i + 1});
+      starts.push_back({ev.entry_ns, t, i});
+    }
+  }
+  std::sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) {
+    return a.ns != b.ns ? a.ns < b.ns : a.thread < b.thread;
+  });
+  std::sort(starts.begin(), starts.end(), [](const Start& a, const Start& b) {
+    return a.ns != b.ns           ? a.ns < b.ns
+           : a.thread != b.thread ? a.thread < b.thread
+                                  : a.call < b.call;
+  });
+
+  // Sweep the starts in time order; done[0, p) are the completions strictly before the current
+  // start. A thread needs only the completions logged since its own previous call.
+  std::vector<size_t> seen_upto(s.threads.size(), 0);
+  std::vector<uint32_t> latest(s.threads.size(), 0);
+  std::vector<uint32_t> touched;
+  size_t p = 0;
+  for (const Start& st : starts) {
+    while (p < done.size() && done[p].ns < st.ns) ++p;
+    touched.clear();
+    for (size_t q = seen_upto[st.thread]; q < p; ++q) {
+      const Completion& c = done[q];
+      if (c.thread == st.thread) continue;
+      if (latest[c.thread] == 0) touched.push_back(c.thread);
+      latest[c.thread] = std::max(latest[c.thread], c.count);
+    }
+    seen_upto[st.thread] = p;
+    Call& call = s.threads[st.thread].calls[st.call];
+    for (uint32_t t : touched) {
+      call.deps.push_back({t, latest[t]});
+      latest[t] = 0;
+    }
+    s.dependencies += touched.size();
+  }
+
+  // A new task's first call waits for the call that created it, whose return may come after
+  // the child's first call started: the child's state (its fd table) is made by that call.
+  std::unordered_map<int64_t, Dep> creator;
+  for (uint32_t t = 0; t < s.threads.size(); ++t) {
+    const auto& calls = s.threads[t].calls;
+    for (uint32_t i = 0; i < calls.size(); ++i) {
+      if (CreatesTask(calls[i].ev.nr) && calls[i].ev.ret > 0) creator[calls[i].ev.ret] = {t, i + 1};
+    }
+  }
+  for (uint32_t t = 0; t < s.threads.size(); ++t) {
+    auto it = creator.find(s.threads[t].tid);
+    if (it == creator.end() || it->second.thread == t || s.threads[t].calls.empty()) continue;
+    s.threads[t].calls.front().deps.push_back(it->second);
+    ++s.dependencies;
+  }
+  return s;
+}
+
+Expected<Schedule> LoadSchedule(const std::string& path) {
+  FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
+  std::vector<SyscallEvent> events;
+  std::vector<ProcessEvent> procs;
+  uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
+  for (const trace::ChunkRef& c : reader.chunks()) {
+    if (c.type == trace::ChunkType::kEvents) indexed += c.count;
+  }
+  events.reserve(indexed);
+  Status st = reader.ForEach([&](const SyscallEvent& ev) { events.push_back(ev); },
+                             [&](const ProcessEvent& ev) { procs.push_back(ev); });
+  if (!st.ok()) return st;
+  if (reader.stats().lost_events > 0) {
+    return Error(Code::kInvalidArgument,
+                 path + ": the recording lost " + std::to_string(reader.stats().lost_events) +
+                     " events; a trace with holes cannot be replayed faithfully");
+  }
+  Schedule s = BuildSchedule(std::move(events), procs);
+  s.info = reader.info();
+  return s;
+}
+
+}  // namespace fay::replay

@@ -1,0 +1,59 @@
+// The replay schedule: a trace's syscalls split per recorded thread, in program order, each
+// carrying the cross-thread dependencies that the ordering rule demands.
+//
+// The rule: a call starts only after every call that completed (in the recording) before it
+// started has completed (in the replay). Within a thread program order gives that for free.
+// Across threads it is expressed as "thread T has completed at least k calls" -- threads
+// complete calls in program order, so one counter per thread says everything. A call carries
+// only the (T, k) pairs that grew since its thread's previous call; the rest are implied.
+//
+// Every dependency points to a call with an earlier recorded exit time than the dependant's, so
+// the graph has no cycle and the replay cannot deadlock on a consistent trace. A call that never
+// returned counts as completing at the end of time: it satisfies nothing, and neither does any
+// later call of its thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/syscall_event.h"
+
+namespace fay::replay {
+
+struct Dep {
+  uint32_t thread = 0;  // index into Schedule::threads
+  uint32_t count = 0;   // that thread must have completed at least this many calls
+};
+
+struct Call {
+  uint64_t index = 0;  // position of the call in the trace file (what mismatches report)
+  SyscallEvent ev;
+  std::vector<Dep> deps;
+};
+
+struct ThreadCalls {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  std::vector<Call> calls;  // program order
+};
+
+struct Schedule {
+  RecordingInfo info;
+  std::vector<ThreadCalls> threads;
+  uint64_t calls = 0;
+  uint64_t first_ns = 0;                 // earliest entry
+  uint64_t last_ns = 0;                  // latest exit
+  std::map<int32_t, int32_t> parent_of;  // pid -> parent pid, from fork events of processes
+  uint64_t dependencies = 0;             // cross-thread (T, k) pairs stored
+};
+
+// Reads the whole trace. Errors carry the reader's file offsets.
+Expected<Schedule> LoadSchedule(const std::string& path);
+
+// Splits events into threads and computes the dependencies; exposed for tests.
+Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<ProcessEvent>& procs);
+
+}  // namespace fay::replay
