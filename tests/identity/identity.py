@@ -442,13 +442,20 @@ def main():
             return 1
     wl = WORKLOADS[opts.workload]
     work = tempfile.mkdtemp(prefix=f"fay-identity-{opts.workload}-")
+    # The test program runs from a private copy: uprobes attach to a file, and another test
+    # probing the build's func_calls at the same time would add its uretprobe calls to ours.
+    private = os.path.join(work, "bin")
+    os.mkdir(private)
     ctx = {
         "work": work,
         "smallfiles": os.path.abspath(opts.smallfiles),
-        "env": {"PATH": f"{MISSING_DIR}:/usr/bin:/bin:{os.path.abspath(opts.testprogs)}",
+        "env": {"PATH": f"{MISSING_DIR}:{private}:/usr/bin:/bin:{os.path.abspath(opts.testprogs)}",
                 "LC_ALL": "C"},
     }
     argv = wl.argv(ctx) if callable(wl.argv) else wl.argv
+    prog = os.path.join(opts.testprogs, argv[0])
+    if "/" not in argv[0] and os.access(prog, os.X_OK):
+        shutil.copy2(prog, os.path.join(private, argv[0]))
     fay = os.path.abspath(opts.fay)
     failures = []
     traces = {}
