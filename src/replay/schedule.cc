@@ -1,9 +1,7 @@
 #include "replay/schedule.h"
 
 #include <algorithm>
-#include <iterator>
 #include <limits>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -125,73 +123,23 @@ Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<Proce
   return s;
 }
 
-namespace {
-
-// What one reader decoded from some of the events chunks, kept per chunk so the chunks can be
-// put back in file order.
-struct ChunkEvents {
-  std::vector<SyscallEvent> syscalls;
-  std::vector<ProcessEvent> procs;
-  uint64_t lost = 0;
-};
-
-// Decodes the events chunks k = first, first + stride, ... into out[k], one ForEachTaking per
-// chunk (the shard filter with one shard per chunk).
-Status DecodeChunks(trace::Reader& reader, uint32_t first, uint32_t stride,
-                    std::vector<ChunkEvents>& out) {
-  trace::ReadFilter one;
-  one.shards = static_cast<uint32_t>(out.size());
-  for (uint32_t k = first; k < out.size(); k += stride) {
-    ChunkEvents& c = out[k];
-    one.shard = k;
-    FAY_RETURN_IF_ERROR(reader.ForEachTaking(
-        one, [&](SyscallEvent&& ev) { c.syscalls.push_back(std::move(ev)); },
-        [&](const ProcessEvent& ev) { c.procs.push_back(ev); }));
-    c.lost = reader.stats().lost_events;
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Expected<Schedule> LoadSchedule(const std::string& path) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   std::vector<SyscallEvent> events;
   std::vector<ProcessEvent> procs;
-  uint64_t lost = 0;
   uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
-  uint32_t event_chunks = 0;
   for (const trace::ChunkRef& c : reader.chunks()) {
-    if (c.type != trace::ChunkType::kEvents) continue;
-    indexed += c.count;
-    ++event_chunks;
+    if (c.type == trace::ChunkType::kEvents) indexed += c.count;
   }
   events.reserve(indexed);
-  // Loading is most of a small replay's time, and decoding a chunk (decompressing it, copying
-  // its buffers out of the blob chunks) needs nothing from the chunks before it once the footer
-  // has indexed every blob. So a second reader on a second thread decodes every other chunk.
-  // Without a footer the blobs are learnt by reading the file in order: one reader does it all.
-  if (reader.has_footer() && reader.damage().ok() && event_chunks > 1) {
-    FAY_ASSIGN_OR_RETURN(trace::Reader other, trace::Reader::Open(path));
-    std::vector<ChunkEvents> chunks(event_chunks);
-    Status other_st;
-    std::thread helper([&] { other_st = DecodeChunks(other, 1, 2, chunks); });
-    Status st = DecodeChunks(reader, 0, 2, chunks);
-    helper.join();
-    FAY_RETURN_IF_ERROR(st);
-    FAY_RETURN_IF_ERROR(other_st);
-    for (ChunkEvents& c : chunks) {
-      std::move(c.syscalls.begin(), c.syscalls.end(), std::back_inserter(events));
-      procs.insert(procs.end(), c.procs.begin(), c.procs.end());
-      lost += c.lost;
-    }
-  } else {
-    Status st = reader.ForEachTaking(
-        trace::ReadFilter{}, [&](SyscallEvent&& ev) { events.push_back(std::move(ev)); },
-        [&](const ProcessEvent& ev) { procs.push_back(ev); });
-    if (!st.ok()) return st;
-    lost = reader.stats().lost_events;
-  }
+  // Taken, not copied: the buffers are copied once, out of their blob chunks. (Decoding every
+  // other chunk on a second reader and thread was tried: W3's load, about 80 MB of buffers in
+  // fresh pages, was no faster on two cores; its cost is the page faults, not the decoding.)
+  Status st = reader.ForEachTaking(
+      trace::ReadFilter{}, [&](SyscallEvent&& ev) { events.push_back(std::move(ev)); },
+      [&](const ProcessEvent& ev) { procs.push_back(ev); });
+  if (!st.ok()) return st;
+  uint64_t lost = reader.stats().lost_events;
   if (lost > 0) {
     return Error(Code::kInvalidArgument,
                  path + ": the recording lost " + std::to_string(lost) +

@@ -87,8 +87,8 @@ TEST(ScheduleTest, ANewTaskWaitsForTheCallThatCreatedIt) {
   EXPECT_EQ(s.parent_of.at(7), 1);
 }
 
-// Many small events chunks, decoded by two readers on two threads: every call comes back once,
-// in file order, with its buffers (moved out of the reader, not lost on the way).
+// Many small events chunks: every call comes back once, in file order, with its buffers (moved
+// out of the reader, not lost on the way).
 TEST(ScheduleTest, LoadsAManyChunkTraceInFileOrder) {
   testing::ScratchDir dir;
   std::string path = dir.File("chunks.fay");
