@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -482,9 +483,18 @@ void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
   } else if (nr == sysno::execve || nr == sysno::execveat) {
     proc.Exec();
   } else if (nr == sysno::clone || nr == sysno::clone3 || nr == sysno::fork || nr == sysno::vfork) {
-    // A new process (not a thread: threads share the table) starts with a copy.
+    // A new process (not a thread: threads share the table) starts with a copy, or with the
+    // parent's table itself under CLONE_FILES. clone3's flags lead its struct clone_args.
+    uint64_t flags = 0;
+    if (nr == sysno::clone) {
+      flags = ev.args[0];
+    } else if (nr == sysno::clone3) {
+      const CapturedBuffer* b = FindBuffer(ev, 0, 0, BufferDir::kIn);
+      if (b && b->bytes.size() >= sizeof(flags))
+        std::memcpy(&flags, b->bytes.data(), sizeof(flags));
+    }
     if (ProcessState* child = procs_.Find(static_cast<int32_t>(ev.ret)); child && child != &proc) {
-      child->CopyFrom(proc);
+      child->CopyFrom(proc, (flags & CLONE_FILES) != 0);
     }
   } else if (nr == sysno::chdir || nr == sysno::fchdir) {
     std::string path;

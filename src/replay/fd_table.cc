@@ -1,71 +1,95 @@
 #include "replay/fd_table.h"
 
+#include <utility>
+
 namespace fay::replay {
 
 std::shared_ptr<LiveFd> ProcessState::Get(int fd) const {
   std::shared_lock lock(mu_);
-  auto it = fds_.find(fd);
-  return it == fds_.end() ? nullptr : it->second.live;
+  std::shared_lock table(table_->mu);
+  auto it = table_->fds.find(fd);
+  return it == table_->fds.end() ? nullptr : it->second.live;
 }
 
 bool ProcessState::Has(int fd) const {
   std::shared_lock lock(mu_);
-  return fds_.count(fd) != 0;
+  std::shared_lock table(table_->mu);
+  return table_->fds.count(fd) != 0;
 }
 
 void ProcessState::Set(int fd, std::shared_ptr<LiveFd> live, bool cloexec) {
-  std::unique_lock lock(mu_);
-  fds_[fd] = FdEntry{std::move(live), cloexec};
+  std::shared_lock lock(mu_);
+  std::unique_lock table(table_->mu);
+  table_->fds[fd] = FdEntry{std::move(live), cloexec};
 }
 
 bool ProcessState::Erase(int fd) {
-  std::unique_lock lock(mu_);
-  return fds_.erase(fd) != 0;
+  std::shared_lock lock(mu_);
+  std::unique_lock table(table_->mu);
+  return table_->fds.erase(fd) != 0;
 }
 
 void ProcessState::EraseRange(int first, int last, bool cloexec_only) {
-  std::unique_lock lock(mu_);
-  for (auto it = fds_.lower_bound(first); it != fds_.end() && it->first <= last;) {
+  std::shared_lock lock(mu_);
+  std::unique_lock table(table_->mu);
+  auto& fds = table_->fds;
+  for (auto it = fds.lower_bound(first); it != fds.end() && it->first <= last;) {
     if (cloexec_only) {
       it->second.cloexec = true;
       ++it;
     } else {
-      it = fds_.erase(it);
+      it = fds.erase(it);
     }
   }
 }
 
 int ProcessState::GetCloexec(int fd) const {
   std::shared_lock lock(mu_);
-  auto it = fds_.find(fd);
-  return it == fds_.end() ? -1 : it->second.cloexec;
+  std::shared_lock table(table_->mu);
+  auto it = table_->fds.find(fd);
+  return it == table_->fds.end() ? -1 : it->second.cloexec;
 }
 
 bool ProcessState::SetCloexec(int fd, bool on) {
-  std::unique_lock lock(mu_);
-  auto it = fds_.find(fd);
-  if (it == fds_.end()) return false;
+  std::shared_lock lock(mu_);
+  std::unique_lock table(table_->mu);
+  auto it = table_->fds.find(fd);
+  if (it == table_->fds.end()) return false;
   it->second.cloexec = on;
   return true;
 }
 
 void ProcessState::Exec() {
+  // execve unshares a table shared through CLONE_FILES before closing the close-on-exec fds,
+  // so the process that shared it keeps them.
+  auto own = std::make_shared<FdTable>();
   std::unique_lock lock(mu_);
-  std::erase_if(fds_, [](const auto& kv) { return kv.second.cloexec; });
+  {
+    std::shared_lock table(table_->mu);
+    own->fds = table_->fds;
+  }
+  std::erase_if(own->fds, [](const auto& kv) { return kv.second.cloexec; });
+  table_ = std::move(own);
 }
 
-void ProcessState::CopyFrom(const ProcessState& parent) {
-  std::map<int, FdEntry> fds;
+void ProcessState::CopyFrom(const ProcessState& parent, bool share_fds) {
+  std::shared_ptr<FdTable> table;
   std::string cwd;
   uint32_t mask;
   {
     std::shared_lock lock(parent.mu_);
-    fds = parent.fds_;
+    if (share_fds) {
+      table = parent.table_;
+    } else {
+      table = std::make_shared<FdTable>();
+      std::shared_lock fds(parent.table_->mu);
+      table->fds = parent.table_->fds;
+    }
     cwd = parent.cwd_;
     mask = parent.umask_;
   }
   std::unique_lock lock(mu_);
-  fds_ = std::move(fds);
+  table_ = std::move(table);
   cwd_ = std::move(cwd);
   umask_ = mask;
 }

@@ -34,6 +34,13 @@ struct FdEntry {
   bool cloexec = false;
 };
 
+// The fd table proper. A process owns one; clone with CLONE_FILES (without CLONE_THREAD) makes
+// two processes share one, as the kernel does, so an fd opened by either is seen by both.
+struct FdTable {
+  mutable std::shared_mutex mu;
+  std::map<int, FdEntry> fds;
+};
+
 // One recorded process (thread group). Threads of a process share it; fork copies it.
 class ProcessState {
  public:
@@ -52,7 +59,8 @@ class ProcessState {
   // execve: entries marked close-on-exec go.
   void Exec();
   // fork: the child starts with a copy of the table (sharing the descriptions), cwd and umask.
-  void CopyFrom(const ProcessState& parent);
+  // With share_fds (CLONE_FILES) it uses the parent's table itself instead of a copy.
+  void CopyFrom(const ProcessState& parent, bool share_fds = false);
 
   std::string cwd() const;
   void set_cwd(std::string cwd);
@@ -60,8 +68,10 @@ class ProcessState {
   void set_umask(uint32_t mask);
 
  private:
-  mutable std::shared_mutex mu_;  // per process: threads of one process share the table
-  std::map<int, FdEntry> fds_;
+  // Guards cwd_, umask_ and which table table_ is; the table's own mutex guards its entries.
+  // Always taken before the table's.
+  mutable std::shared_mutex mu_;
+  std::shared_ptr<FdTable> table_ = std::make_shared<FdTable>();
   std::string cwd_ = "/";
   uint32_t umask_ = 022;
 };

@@ -77,7 +77,9 @@ class EventEncoder {
 struct DecodeSinks {
   // Asked before a syscall's blobs are fetched (buffers hold no bytes yet); false skips it.
   std::function<bool(const SyscallEvent&)> want_syscall;
-  std::function<void(const SyscallEvent&)> syscall;
+  // Handed the decoder's own scratch event, which it rebuilds field by field for the next
+  // record: a sink may move the buffers out instead of copying them.
+  std::function<void(SyscallEvent&)> syscall;
   std::function<void(const ProcessEvent&)> process;
   std::function<void(const LossRecord&)> loss;
   // Fills *bytes with the blob's content, or fails when the blob is unknown or unreadable.

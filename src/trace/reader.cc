@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "trace/crc32c.h"
 #include "trace/event_codec.h"
@@ -339,6 +340,20 @@ Status Reader::ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process)
 
 Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
                        const ProcessFn& on_process) {
+  if (!on_syscall) return Walk(filter, {}, on_process);
+  return Walk(
+      filter, [&](SyscallEvent& ev) { on_syscall(ev); }, on_process);
+}
+
+Status Reader::ForEachTaking(const ReadFilter& filter, const TakingSyscallFn& on_syscall,
+                             const ProcessFn& on_process) {
+  if (!on_syscall) return Walk(filter, {}, on_process);
+  return Walk(
+      filter, [&](SyscallEvent& ev) { on_syscall(std::move(ev)); }, on_process);
+}
+
+Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEvent&)>& on_syscall,
+                    const ProcessFn& on_process) {
   stats_.syscall_events = stats_.process_events = stats_.lost_events = 0;
   stats_.bytes_captured = stats_.chunks_skipped = stats_.blob_bytes_referenced = 0;
   DecodeSinks sinks;
@@ -346,7 +361,7 @@ Status Reader::ForEach(const ReadFilter& filter, const SyscallFn& on_syscall,
   if (!filter.tids.empty() || filter.from_ns > 0 ||
       filter.to_ns != std::numeric_limits<uint64_t>::max())
     sinks.want_syscall = [&](const SyscallEvent& ev) { return filter.Matches(ev); };
-  sinks.syscall = [&](const SyscallEvent& ev) {
+  sinks.syscall = [&](SyscallEvent& ev) {
     ++stats_.syscall_events;
     for (const CapturedBuffer& b : ev.buffers) stats_.bytes_captured += b.bytes.size();
     if (on_syscall) on_syscall(ev);

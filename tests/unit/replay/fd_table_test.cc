@@ -1,5 +1,5 @@
 // Recorded fd -> live fd: dup shares the open file description, close-on-exec belongs to the
-// table entry, fork copies the table.
+// table entry, fork copies the table, CLONE_FILES shares it until an exec.
 #include "replay/fd_table.h"
 
 #include <fcntl.h>
@@ -57,6 +57,25 @@ TEST(FdTableTest, ForkCopiesTableCwdAndUmask) {
   EXPECT_EQ(child.umask(), 027u);
   child.Erase(3);
   EXPECT_TRUE(parent.Has(3));  // the tables are separate from then on
+}
+
+TEST(FdTableTest, CloneFilesSharesTheTableUntilExec) {
+  ProcessState parent, child;
+  parent.Set(3, Live(), true);
+  parent.set_cwd("/w");
+  child.CopyFrom(parent, /*share_fds=*/true);
+  EXPECT_EQ(child.cwd(), "/w");
+  child.Set(4, Live(), false);  // opened by the child: the parent sees it
+  EXPECT_TRUE(parent.Has(4));
+  parent.Erase(3);  // closed by the parent: gone for the child
+  EXPECT_FALSE(child.Has(3));
+  parent.Set(5, Live(), true);
+  child.Exec();  // unshares first: the parent keeps its close-on-exec fd
+  EXPECT_TRUE(parent.Has(5));
+  EXPECT_FALSE(child.Has(5));
+  EXPECT_TRUE(child.Has(4));
+  child.Erase(4);  // separate tables from then on
+  EXPECT_TRUE(parent.Has(4));
 }
 
 TEST(FdTableTest, CloseRange) {

@@ -6,6 +6,8 @@
 
 #include "replay_test_util.h"
 #include "schema/syscall_table.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
 
 namespace fay::replay {
 namespace {
@@ -83,6 +85,49 @@ TEST(ScheduleTest, ANewTaskWaitsForTheCallThatCreatedIt) {
   ASSERT_EQ(s.threads.size(), 2u);
   EXPECT_EQ(Deps(s, 1, 0), "1:1 1:2");
   EXPECT_EQ(s.parent_of.at(7), 1);
+}
+
+// Many small events chunks: every call comes back once, in file order, with its buffers (moved
+// out of the reader, not lost on the way).
+TEST(ScheduleTest, LoadsAManyChunkTraceInFileOrder) {
+  testing::ScratchDir dir;
+  std::string path = dir.File("chunks.fay");
+  constexpr int kCalls = 300;
+  {
+    trace::WriterOptions wo;
+    wo.chunk_bytes = 512;
+    wo.blob_chunk_bytes = 4096;
+    auto w = trace::Writer::Create(path, RecordingInfo{}, wo);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    for (int i = 0; i < kCalls; ++i) {
+      SyscallEvent ev = Call(1 + i % 2, 10 + 10 * i, 15 + 10 * i, sysno::read, 100);
+      CapturedBuffer b;
+      b.arg = 1;
+      b.dir = BufferDir::kOut;
+      b.length = 100;
+      b.bytes.assign(100, static_cast<uint8_t>(i));
+      ev.buffers.push_back(b);
+      (*w)->Append(ev);
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto r = trace::Reader::Open(path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->stats().event_chunks, 2u);
+  auto s = LoadSchedule(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->calls, static_cast<uint64_t>(kCalls));
+  ASSERT_EQ(s->threads.size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    const auto& calls = s->threads[t].calls;
+    ASSERT_EQ(calls.size(), static_cast<size_t>(kCalls / 2));
+    for (size_t k = 0; k < calls.size(); ++k) {
+      uint64_t i = 2 * k + t;
+      EXPECT_EQ(calls[k].index, i);
+      ASSERT_EQ(calls[k].ev.buffers.size(), 1u);
+      EXPECT_EQ(calls[k].ev.buffers[0].bytes, std::vector<uint8_t>(100, static_cast<uint8_t>(i)));
+    }
+  }
 }
 
 }  // namespace
