@@ -377,4 +377,32 @@ TEST(Parser, DocExamplesParse) {
 }
 
 }  // namespace
+// Found by tests/fuzz/fuzz_query: 10000 nested parentheses (or unary operators, calls, or a
+// chain of 10000 binary operators) overflowed the stack in the parser or the passes after it. The
+// nesting is bounded, and the error points at the first level too many.
+std::string FirstLine(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(Parser, NestingIsBoundedNotAStackOverflow) {
+  const std::string w = "syscall:read | where ";  // 21 columns: the expression starts at 22
+  EXPECT_EQ(Where(Repeat("(", 256) + "1" + Repeat(")", 256)), "1");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("(", 10000) + "1" + Repeat(")", 10000))),
+            "query:1:278: ERROR: Expression nested more than 256 levels deep");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("!", 10000) + "1")),
+            "query:1:278: ERROR: Expression nested more than 256 levels deep");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("str(", 10000) + "1" + Repeat(")", 10000))),
+            "query:1:1046-1048: ERROR: Expression nested more than 256 levels deep");
+  // A left-leaning chain nests by its length: 256 operators make a tree 257 levels high.
+  EXPECT_EQ(Where(Repeat("1+", 255) + "1").substr(0, 6), "(+ (+ ");
+  std::string err = ParseError(w + Repeat("1+", 10000) + "1");
+  EXPECT_EQ(FirstLine(err), "query:1:22-534: ERROR: Expression nested more than 256 levels deep");
+  EXPECT_EQ(err.substr(err.rfind('\n') + 1), "HINT: split it, e.g. into several where stages");
+}
+
 }  // namespace fay
