@@ -9,6 +9,7 @@
 
 #include "trace/crc32c.h"
 #include "trace/event_codec.h"
+#include "trace/footer.h"
 #include "trace/format.h"
 #include "trace/header_codec.h"
 #include "trace/reader.h"
@@ -143,6 +144,41 @@ TEST(HostileTraceTest, LargeHonestChunkDecodesThroughTheGrowingBuffer) {
   EXPECT_EQ(st.message(), "zstd: 73400323 bytes after decompression, header says 73400324");
   st = d.Decompress(z.data(), z.size() - 1, raw.size(), &out);
   EXPECT_EQ(st.message(), "zstd: frame ends after 73400322 bytes, header says 73400323");
+}
+
+// Found by fuzz_codecs: a footer thread list whose deltas sum past INT64_MIN (signed overflow,
+// undefined behaviour). The sum wraps now; the list still decodes and the entry after it is
+// checked as before.
+TEST(HostileTraceTest, FooterThreadDeltasThatOverflowWrap) {
+  const Bytes payload = {0x0d, 0x01, 0x41, 0x62, 0xfc, 0x7f, 0x00, 0x00, 0x00, 0x04, 0x00,
+                         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x23, 0xff, 0xff,
+                         0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00, 0x00};
+  Footer f;
+  Status st = DecodeFooter(payload.data(), payload.size(), &f);
+  EXPECT_EQ(st.message(), "footer: malformed events chunk entry at payload byte 32");
+}
+
+// The same in an events chunk: a thread delta of INT64_MIN after a negative tid.
+TEST(HostileTraceTest, SyscallThreadDeltaThatOverflowsWraps) {
+  SyscallEvent e = Getpid();
+  e.pid = e.tid = -5;
+  Bytes events;
+  EventEncoder enc;
+  enc.Syscall(e, {}, &events);
+  size_t second = events.size();
+  Bytes body;
+  PutVarint(body, 0);             // no optional parts
+  PutVarint(body, ~uint64_t{0});  // zigzag(INT64_MIN): the tid delta
+  PutVarint(events, 1);           // a syscall record
+  PutVarint(events, body.size());
+  PutRaw(events, body.data(), body.size());
+  std::vector<std::string> got;
+  DecodeSinks sinks;
+  sinks.syscall = [&](const SyscallEvent& ev) { got.push_back(std::to_string(ev.tid)); };
+  Status st = DecodeEvents(events.data(), events.size(), 2, sinks);
+  EXPECT_EQ(st.message(),
+            "record 1 at payload byte " + std::to_string(second) + ": malformed syscall record");
+  EXPECT_EQ(got, std::vector<std::string>{"-5"});
 }
 
 }  // namespace
