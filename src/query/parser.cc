@@ -139,13 +139,15 @@ class Parser {
     for (const ExprPtr& k : e->kids) e->height = std::max(e->height, k->height + 1);
   }
 
-  // Every pass over an expression recurses, and every node keeps its source text: nesting (by
-  // parentheses, unary operators, calls or a chain of binary operators) is bounded so a hostile
-  // query cannot exhaust the stack or allocate its length squared.
-  static constexpr int kMaxNesting = 256;
-  Status TooDeep(size_t begin) const {
+  // Every pass over an expression recurses, and every node keeps its source text: nesting is
+  // bounded so a hostile query cannot exhaust the stack or allocate its length squared. A level
+  // of parentheses, unary operator or call costs the parser a dozen frames (one per precedence
+  // level; 175 overflowed 8 MiB under ASan), a node of a binary chain costs each pass one.
+  static constexpr int kMaxNesting = 64;  // parentheses, unary operators, calls
+  static constexpr int kMaxHeight = 256;  // levels of the expression tree
+  Status TooDeep(size_t begin, int limit) const {
     return FailRange(begin, std::max(prev_end_, begin + 1),
-                     fmt::format("Expression nested more than {} levels deep", kMaxNesting),
+                     fmt::format("Expression nested more than {} levels deep", limit),
                      "split it, e.g. into several where stages");
   }
   // Counts one level of parser recursion for as long as it lives.
@@ -441,7 +443,7 @@ class Parser {
       e->kids.push_back(std::move(left));
       e->kids.push_back(std::move(right));
       Finish(e.get(), begin);
-      if (e->height > kMaxNesting) return TooDeep(begin);
+      if (e->height > kMaxHeight) return TooDeep(begin, kMaxHeight);
       left = std::move(e);
     }
     return left;
@@ -491,7 +493,7 @@ class Parser {
     size_t begin = cur_.begin;
     if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~")) {
       NestGuard guard(&nesting_);
-      if (nesting_ > kMaxNesting) return TooDeep(begin);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
       std::string op = cur_.text;
       FAY_RETURN_IF_ERROR(Advance());
       FAY_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary());
@@ -534,7 +536,7 @@ class Parser {
       case TokKind::kOp:
         if (cur_.IsOp("(")) {
           NestGuard guard(&nesting_);
-          if (nesting_ > kMaxNesting) return TooDeep(begin);
+          if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
           FAY_RETURN_IF_ERROR(Advance());
           ++depth_;
           FAY_ASSIGN_OR_RETURN(e, ParseExpr());
@@ -570,7 +572,7 @@ class Parser {
       e->kind = ExprKind::kCall;
       e->name = first.text;
       NestGuard guard(&nesting_);
-      if (nesting_ > kMaxNesting) return TooDeep(begin);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
       FAY_RETURN_IF_ERROR(Advance());
       ++depth_;
       if (!cur_.IsOp(")")) {
