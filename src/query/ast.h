@@ -36,6 +36,9 @@ struct Expr {
   std::string op;    // kUnary / kBinary
   std::vector<std::unique_ptr<Expr>> kids;
   std::string text;  // the source text of the whole expression, used to name unaliased keys
+  // Levels of nodes from this one down to its deepest leaf (1 for a leaf). The parser bounds it,
+  // so the passes, the planner and destruction may recurse over the tree.
+  int height = 1;
 
   // Filled by the semantic pass.
   Type type;

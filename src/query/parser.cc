@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -134,7 +135,29 @@ class Parser {
   void Finish(Expr* e, size_t begin) const {
     e->range = lex_.RangeOf(begin, prev_end_);
     e->text = SourceText(begin, prev_end_);
+    e->height = 1;
+    for (const ExprPtr& k : e->kids) e->height = std::max(e->height, k->height + 1);
   }
+
+  // Every pass over an expression recurses, and every node keeps its source text: nesting is
+  // bounded so a hostile query cannot exhaust the stack or allocate its length squared. A level
+  // of parentheses, unary operator or call costs the parser a dozen frames (one per precedence
+  // level; 175 overflowed 8 MiB under ASan), a node of a binary chain costs each pass one.
+  static constexpr int kMaxNesting = 64;  // parentheses, unary operators, calls
+  static constexpr int kMaxHeight = 256;  // levels of the expression tree
+  Status TooDeep(size_t begin, int limit) const {
+    return FailRange(begin, std::max(prev_end_, begin + 1),
+                     fmt::format("Expression nested more than {} levels deep", limit),
+                     "split it, e.g. into several where stages");
+  }
+  // Counts one level of parser recursion for as long as it lives.
+  struct NestGuard {
+    explicit NestGuard(int* n) : n_(n) { ++*n_; }
+    ~NestGuard() { --*n_; }
+    NestGuard(const NestGuard&) = delete;
+    NestGuard& operator=(const NestGuard&) = delete;
+    int* n_;
+  };
 
   // ---- stages
 
@@ -420,6 +443,7 @@ class Parser {
       e->kids.push_back(std::move(left));
       e->kids.push_back(std::move(right));
       Finish(e.get(), begin);
+      if (e->height > kMaxHeight) return TooDeep(begin, kMaxHeight);
       left = std::move(e);
     }
     return left;
@@ -468,6 +492,8 @@ class Parser {
   Expected<ExprPtr> ParseUnary() {
     size_t begin = cur_.begin;
     if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~")) {
+      NestGuard guard(&nesting_);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
       std::string op = cur_.text;
       FAY_RETURN_IF_ERROR(Advance());
       FAY_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary());
@@ -509,6 +535,8 @@ class Parser {
         return ParseIdent();
       case TokKind::kOp:
         if (cur_.IsOp("(")) {
+          NestGuard guard(&nesting_);
+          if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
           FAY_RETURN_IF_ERROR(Advance());
           ++depth_;
           FAY_ASSIGN_OR_RETURN(e, ParseExpr());
@@ -543,6 +571,8 @@ class Parser {
                                 Desc(func).usage));
       e->kind = ExprKind::kCall;
       e->name = first.text;
+      NestGuard guard(&nesting_);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
       FAY_RETURN_IF_ERROR(Advance());
       ++depth_;
       if (!cur_.IsOp(")")) {
@@ -576,7 +606,8 @@ class Parser {
   Lexer lex_;
   Token cur_;
   size_t prev_end_ = 0;
-  int depth_ = 0;  // parentheses open around the current token
+  int depth_ = 0;    // parentheses open around the current token
+  int nesting_ = 0;  // parser recursion inside the current expression (NestGuard)
   // The previous stage ended in an expression, so an unknown stage word after '|' may be a
   // bitwise or that lacks parentheses.
   bool after_expr_stage_ = false;

@@ -148,7 +148,9 @@ bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, DecodeCache& cache, S
   uint64_t bits, uid, comm_len, u;
   int64_t s, tid_delta;
   if (!r.Varint(&bits) || !r.Zigzag(&tid_delta)) return false;
-  ev->tid = static_cast<int32_t>(st.prev_tid + tid_delta);
+  // Unsigned, so a hostile delta wraps instead of overflowing; honest deltas come out the same.
+  ev->tid =
+      static_cast<int32_t>(static_cast<uint64_t>(st.prev_tid) + static_cast<uint64_t>(tid_delta));
   st.prev_tid = ev->tid;
   if (bits & kHasContext) {
     int64_t pid, ppid;

@@ -67,7 +67,8 @@ Status DecodeFooter(const uint8_t* data, size_t n, Footer* f) {
     for (int32_t& tid : e.tids) {
       int64_t d;
       if (!r.Zigzag(&d)) return bad("malformed thread list");
-      prev += d;
+      // Unsigned, so a hostile delta wraps instead of overflowing; honest deltas come out the same.
+      prev = static_cast<int64_t>(static_cast<uint64_t>(prev) + static_cast<uint64_t>(d));
       tid = static_cast<int32_t>(prev);
     }
   }

@@ -224,13 +224,14 @@ bool Reader::TryFooter() {
   }
   if (end > t.footer_offset) return false;
   chunks_ = std::move(chunks);
-  // Blob indices refer to chunks_ positions, known only after sorting.
-  for (uint32_t i = 0; i < chunks_.size(); ++i) {
-    if (chunks_[i].type != ChunkType::kBlobs) continue;
-    for (const BlobChunkIndex& b : f.blobs) {
-      if (b.offset != chunks_[i].offset) continue;
-      for (const BlobEntry& e : b.blobs) AddBlob(e.hash, BlobLoc{i, e.offset, e.size});
-    }
+  // Blob indices refer to chunks_ positions, known only after sorting. Offsets are distinct and
+  // ascending (checked above), so each entry's chunk is one binary search away: comparing every
+  // pair made Open quadratic in a crafted footer's blob chunk count.
+  for (const BlobChunkIndex& b : f.blobs) {
+    auto it = std::lower_bound(chunks_.begin(), chunks_.end(), b.offset,
+                               [](const ChunkRef& c, uint64_t off) { return c.offset < off; });
+    auto i = static_cast<uint32_t>(it - chunks_.begin());
+    for (const BlobEntry& e : b.blobs) AddBlob(e.hash, BlobLoc{i, e.offset, e.size});
   }
   has_footer_ = true;
   last_chunk_offset_ = t.footer_offset;

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 namespace fay::trace {
 
 Status Compressor::Compress(const Bytes& raw, Bytes* out) {
@@ -26,12 +28,45 @@ Status Compressor::Compress(const uint8_t* data, size_t size, Bytes* out) {
 
 Status Decompressor::Decompress(const uint8_t* data, size_t n, size_t raw_length, Bytes* out) {
   if (!ctx_) return Error(Code::kInternal, "zstd: cannot create a decompression context");
-  out->resize(raw_length);
-  size_t got = ZSTD_decompressDCtx(ctx_.get(), out->data(), out->size(), data, n);
-  if (ZSTD_isError(got)) return Error(Code::kIo, fmt::format("zstd: {}", ZSTD_getErrorName(got)));
-  if (got != raw_length)
-    return Error(Code::kIo, fmt::format("zstd: {} bytes after decompression, header says {}", got,
+  // raw_length comes from the file: a hostile chunk may claim 4 GiB over a few bytes of payload.
+  // Up to kTrustedRaw it is allocated at once (every chunk a writer makes, in one call); beyond,
+  // the buffer grows only as the frame really produces bytes.
+  constexpr size_t kTrustedRaw = 64 << 20;
+  if (raw_length <= kTrustedRaw) {
+    out->resize(raw_length);
+    size_t got = ZSTD_decompressDCtx(ctx_.get(), out->data(), out->size(), data, n);
+    if (ZSTD_isError(got)) return Error(Code::kIo, fmt::format("zstd: {}", ZSTD_getErrorName(got)));
+    if (got != raw_length)
+      return Error(Code::kIo, fmt::format("zstd: {} bytes after decompression, header says {}", got,
+                                          raw_length));
+    return Status::Ok();
+  }
+  ZSTD_DCtx_reset(ctx_.get(), ZSTD_reset_session_only);
+  ZSTD_inBuffer in{data, n, 0};
+  size_t pos = 0;
+  out->resize(kTrustedRaw);
+  for (;;) {
+    ZSTD_outBuffer o{out->data(), out->size(), pos};
+    size_t left = ZSTD_decompressStream(ctx_.get(), &o, &in);
+    if (ZSTD_isError(left))
+      return Error(Code::kIo, fmt::format("zstd: {}", ZSTD_getErrorName(left)));
+    pos = o.pos;
+    if (left == 0) break;  // the frame is complete
+    if (pos < out->size()) {
+      if (in.pos == in.size)  // room left, no input left: the frame stops short
+        return Error(Code::kIo, fmt::format("zstd: frame ends after {} bytes, header says {}", pos,
+                                            raw_length));
+      continue;
+    }
+    if (out->size() == raw_length)
+      return Error(Code::kIo,
+                   fmt::format("zstd: more than the {} bytes the header says", raw_length));
+    out->resize(std::min(raw_length, out->size() * 2));
+  }
+  if (pos != raw_length || in.pos != in.size)
+    return Error(Code::kIo, fmt::format("zstd: {} bytes after decompression, header says {}", pos,
                                         raw_length));
+  out->resize(pos);
   return Status::Ok();
 }
 

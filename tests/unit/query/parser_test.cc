@@ -377,4 +377,38 @@ TEST(Parser, DocExamplesParse) {
 }
 
 }  // namespace
+// 10000 nested parentheses (or unary operators, calls, or a chain of 10000 binary operators)
+// overflowed the stack in the parser or the passes after it; fuzz_query then found 175
+// parentheses enough under ASan. The nesting is bounded, and the error points at the first level
+// too many.
+std::string FirstLine(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+std::string Repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST(Parser, NestingIsBoundedNotAStackOverflow) {
+  const std::string w = "syscall:read | where ";  // 21 columns: the expression starts at 22
+  EXPECT_EQ(Where(Repeat("(", 64) + "1" + Repeat(")", 64)), "1");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("(", 10000) + "1" + Repeat(")", 10000))),
+            "query:1:86: ERROR: Expression nested more than 64 levels deep");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("!", 10000) + "1")),
+            "query:1:86: ERROR: Expression nested more than 64 levels deep");
+  EXPECT_EQ(FirstLine(ParseError(w + Repeat("str(", 10000) + "1" + Repeat(")", 10000))),
+            "query:1:278-280: ERROR: Expression nested more than 64 levels deep");
+  // The input fuzz_query found (a stack overflow under ASan at the old limit of 256 levels).
+  EXPECT_EQ(
+      FirstLine(ParseError(
+          R"q(syscall:ope(((((((((((((((((((((((((RRRRRRRRRRRRRRRRRRRRsyscall:write | where co ((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((| distinct(fRRRRRRRRRR>=RRRRRRRRRRRRRRRcomm in ("bash", "sh") | count()as n by stRRRRRRRRRRRRRcomm in d() by uid | to"bpash" 3, 10)q")),
+      "query:1:146: ERROR: Expression nested more than 64 levels deep");
+  // A left-leaning chain nests by its length: 256 operators make a tree 257 levels high.
+  EXPECT_EQ(Where(Repeat("1+", 255) + "1").substr(0, 6), "(+ (+ ");
+  std::string err = ParseError(w + Repeat("1+", 10000) + "1");
+  EXPECT_EQ(FirstLine(err), "query:1:22-534: ERROR: Expression nested more than 256 levels deep");
+  EXPECT_EQ(err.substr(err.rfind('\n') + 1), "HINT: split it, e.g. into several where stages");
+}
+
 }  // namespace fay
