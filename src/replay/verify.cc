@@ -73,17 +73,26 @@ std::string CompareDirents(const CapturedBuffer& recorded, const uint8_t* live, 
   return s;
 }
 
-std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live) {
-  if (recorded.not_captured || recorded.bytes.size() < sizeof(struct stat)) return {};
-  struct stat want;
-  std::memcpy(&want, recorded.bytes.data(), sizeof(want));
+namespace {
+
+// "st_size 10 recorded, 12 returned; ..." for the fields that differ.
+struct FieldDiffs {
   std::string s;
-  auto field = [&](const char* name, uint64_t w, uint64_t g, bool octal = false) {
+  void operator()(const char* name, uint64_t w, uint64_t g, bool octal = false) {
     if (w == g) return;
     s += fmt::format("{}{} {} recorded, {} returned", s.empty() ? "" : "; ", name,
                      octal ? Octal(static_cast<uint32_t>(w)) : std::to_string(w),
                      octal ? Octal(static_cast<uint32_t>(g)) : std::to_string(g));
-  };
+  }
+};
+
+}  // namespace
+
+std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live) {
+  if (recorded.not_captured || recorded.bytes.size() < sizeof(struct stat)) return {};
+  struct stat want;
+  std::memcpy(&want, recorded.bytes.data(), sizeof(want));
+  FieldDiffs field;
   field("st_mode", want.st_mode, live.st_mode, true);
   bool dir = S_ISDIR(want.st_mode);
   if (!dir) field("st_nlink", want.st_nlink, live.st_nlink);
@@ -92,20 +101,14 @@ std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live)
   if (!dir && !S_ISCHR(want.st_mode) && !S_ISBLK(want.st_mode)) {
     field("st_size", static_cast<uint64_t>(want.st_size), static_cast<uint64_t>(live.st_size));
   }
-  return s;
+  return field.s;
 }
 
 std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live) {
   if (recorded.not_captured || recorded.bytes.size() < sizeof(struct statx)) return {};
   struct statx want;
   std::memcpy(&want, recorded.bytes.data(), sizeof(want));
-  std::string s;
-  auto field = [&](const char* name, uint64_t w, uint64_t g, bool octal = false) {
-    if (w == g) return;
-    s += fmt::format("{}{} {} recorded, {} returned", s.empty() ? "" : "; ", name,
-                     octal ? Octal(static_cast<uint32_t>(w)) : std::to_string(w),
-                     octal ? Octal(static_cast<uint32_t>(g)) : std::to_string(g));
-  };
+  FieldDiffs field;
   // Only what both the recording and the replay were asked for and got.
   uint32_t both = want.stx_mask & live.stx_mask;
   if (both & (STATX_TYPE | STATX_MODE)) field("stx_mode", want.stx_mode, live.stx_mode, true);
@@ -116,7 +119,7 @@ std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& liv
   if ((both & STATX_SIZE) && !dir && !S_ISCHR(want.stx_mode) && !S_ISBLK(want.stx_mode)) {
     field("stx_size", want.stx_size, live.stx_size);
   }
-  return s;
+  return field.s;
 }
 
 }  // namespace fay::replay
