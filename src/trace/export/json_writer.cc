@@ -129,4 +129,15 @@ void JsonWriter::Quote(std::string_view s) {
   out_ += '"';
 }
 
+void ProcessDetails(const ProcessEvent& ev, JsonWriter& j) {
+  if (ev.kind == ProcessEventKind::kFork) {
+    j.Key("parent_pid").Int(ev.parent_pid);
+    j.Key("thread").Bool(ev.is_thread);
+  } else if (ev.kind == ProcessEventKind::kExec) {
+    j.Key("path").String(ev.path);
+  } else {
+    j.Key("status").Int(ev.exit_status);
+  }
+}
+
 }  // namespace fay::trace

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "schema/syscall_event.h"
+
 namespace fay::trace {
 
 class JsonWriter {
@@ -39,5 +41,9 @@ class JsonWriter {
   bool fresh_[kMaxDepth + 1] = {true};  // no value yet at this level
   bool after_key_ = false;
 };
+
+// The kind-specific members of a process event (parent and thread for a fork, path for an
+// exec, status for an exit), as JSON Lines and the Chrome export both write them.
+void ProcessDetails(const ProcessEvent& ev, JsonWriter& j);
 
 }  // namespace fay::trace

@@ -72,14 +72,7 @@ class JsonlExporter : public Exporter {
     j.Key("time").Uint(ev.time_ns);
     j.Key("pid").Int(ev.pid);
     j.Key("tid").Int(ev.tid);
-    if (ev.kind == ProcessEventKind::kFork) {
-      j.Key("parent_pid").Int(ev.parent_pid);
-      j.Key("thread").Bool(ev.is_thread);
-    } else if (ev.kind == ProcessEventKind::kExec) {
-      j.Key("path").String(ev.path);
-    } else {
-      j.Key("status").Int(ev.exit_status);
-    }
+    ProcessDetails(ev, j);
     j.EndObject();
     return Write();
   }
