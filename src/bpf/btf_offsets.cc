@@ -35,7 +35,7 @@ bool ReadCache(TaskOffsets* out) {
   if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
   TaskOffsets o;
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
-        o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id) ||
+        o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >> o.cpu) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -51,7 +51,7 @@ void WriteCache(const TaskOffsets& o) {
     f << KernelIdentity() << "\n"
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
       << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
-      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << "\n";
+      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -102,6 +102,11 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
       std::max(0, btf__find_by_name_kind(vmlinux, "btf_trace_sys_enter", BTF_KIND_TYPEDEF));
   out.sys_exit_btf_id =
       std::max(0, btf__find_by_name_kind(vmlinux, "btf_trace_sys_exit", BTF_KIND_TYPEDEF));
+  {
+    int ti = MemberOffset(vmlinux, "task_struct", "thread_info");
+    int cpu = MemberOffset(vmlinux, "thread_info", "cpu");
+    if (ti >= 0 && cpu >= 0) out.cpu = ti + cpu;
+  }
   btf__free(vmlinux);
   if (out.comm < 0 || out.pid < 0 || out.tgid < 0 || out.real_parent < 0 || out.exit_code < 0)
     return Error(Code::kNotFound,

@@ -19,6 +19,8 @@ struct TaskOffsets {
   // attach as BTF-typed raw tracepoints (their pt_regs argument is then read with plain loads);
   // 0 when unknown.
   int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
+  // task_struct.thread_info.cpu: the CPU the task runs on, without a helper call; -1 unknown.
+  int cpu = -1;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

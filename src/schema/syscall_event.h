@@ -50,6 +50,8 @@ struct SyscallEvent {
   std::array<uint64_t, 6> args{};
   int64_t ret = 0;  // raw return value; -4095..-1 means -errno
   uint32_t flags = 0;
+  int32_t cpu = -1;  // the CPU the call returned on (entered on, for an enter/return pair); -1
+                     // when the backend cannot tell (ptrace)
   std::vector<CapturedBuffer> buffers;
 };
 

@@ -97,6 +97,8 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
       }
     }
   }
+  // Minor 2 appends the CPU, only when known; older readers ignore the byte.
+  if (ev.cpu >= 0) PutZigzag(b, ev.cpu);
   PutRecord(*out, RecordKind::kSyscall, b);
 }
 
@@ -232,6 +234,12 @@ bool DecodeSyscallBody(ByteReader& r, ChunkCodecState& st, DecodeCache& cache, S
         blobs->push_back(pb);
       }
     }
+  }
+  ev->cpu = -1;
+  if (r.remaining() > 0) {
+    int64_t cpu;
+    if (!r.Zigzag(&cpu) || cpu < -1 || cpu > INT32_MAX) return false;
+    ev->cpu = static_cast<int32_t>(cpu);
   }
   return true;
 }

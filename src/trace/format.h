@@ -15,7 +15,7 @@ namespace fay::trace {
 // Minor only adds (chunk types, record kinds, header/footer tags, fields at the end of a
 // record): a reader skips what it does not know.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;
+inline constexpr uint16_t kFormatMinor = 2;
 
 // PNG-style: the high byte catches 7-bit transfers, CR LF / ^Z / LF catch text-mode mangling.
 inline constexpr char kFileMagic[8] = {'\x89', 'F', 'A', 'Y', '\r', '\n', '\x1a', '\n'};

@@ -83,7 +83,8 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
         v = static_cast<int64_t>(ev.entry_ns);
         break;
       case FieldSource::kCpu:
-        v = int64_t{0};  // the recorders do not store the CPU
+        // The ptrace backend cannot tell the CPU (-1): reported as 0, as documented.
+        v = int64_t{ev.cpu < 0 ? 0 : ev.cpu};
         break;
       case FieldSource::kPid:
         v = int64_t{ev.pid};

@@ -61,6 +61,7 @@ void CallFromWire(const Wire& w, SyscallEvent* ev) {
   std::memcpy(ev->comm.data(), w.comm, 16);
   ev->nr = static_cast<int32_t>(w.nr);
   for (int i = 0; i < 6; ++i) ev->args[i] = w.args[i];
+  ev->cpu = w.cpu == 0xffff ? -1 : static_cast<int32_t>(w.cpu);
 }
 
 }  // namespace
@@ -284,6 +285,7 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   o->binprm_filename = off->binprm_filename;
   o->task_cred = off->cred;
   o->cred_uid = off->cred_uid;
+  o->task_cpu = off->cpu;
   o->exit_has_group_dead = off->exit_has_group_dead != 0;
   o->sys_enter_btf_id = off->sys_enter_btf_id;
   o->sys_exit_btf_id = off->sys_exit_btf_id;

@@ -920,7 +920,13 @@ void GenSlot(Gen& g) {
 void GenIdentity(Gen& g, RecType type, uint32_t flags) {
   Emitter& e = g.e;
   e.StoreImm(4, R6, 0, static_cast<int32_t>(type));
-  e.StoreImm(4, R6, 4, static_cast<int32_t>(flags));
+  e.StoreImm(2, R6, 4, static_cast<int32_t>(flags));
+  if (g.o.task_cpu >= 0) {
+    e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_cpu));
+    e.Store(2, R6, 6, R1);
+  } else {
+    e.StoreImm(2, R6, 6, 0xffff);
+  }
   e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_tgid));
   e.Store(4, R6, 8, R1);
   e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));

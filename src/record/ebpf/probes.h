@@ -70,7 +70,8 @@ inline constexpr uint32_t kSlots = 1 << 16;
 // kRecCall: a call entered and returned (or never returning: kEventNoExit).
 struct WireCall {
   uint32_t type;
-  uint32_t flags;
+  uint16_t flags;
+  uint16_t cpu;  // 0xffff: unknown
   uint32_t tgid, tid, ppid, uid;
   uint64_t entry_ns, exit_ns;
   int64_t nr;
@@ -82,7 +83,8 @@ static_assert(sizeof(WireCall) == 120);
 
 struct WireEnter {
   uint32_t type;
-  uint32_t pad;
+  uint16_t pad;
+  uint16_t cpu;  // 0xffff: unknown
   uint32_t tgid, tid, ppid, uid;
   uint64_t entry_ns;
   int64_t nr;
@@ -140,6 +142,8 @@ struct ProbeOptions {
   // task_struct member offsets, from BTF.
   int task_comm = -1, task_pid = -1, task_tgid = -1, task_real_parent = -1, task_exit_code = -1;
   int task_cred = -1, cred_uid = -1;
+  // task_struct.thread_info.cpu; -1: the records say the CPU is unknown.
+  int task_cpu = -1;
   // pid_max rounded up to a power of two (at least 64): sizes the state bitmap.
   uint64_t pid_limit = 1 << 22;
   // linux_binprm.filename, for the exec tracepoint's path.

@@ -54,7 +54,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 1);  // minor 1: the loss record names its CPU
+  EXPECT_EQ(r->version_minor(), 2);  // minor 2: syscall records may end with their CPU
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
@@ -101,6 +101,7 @@ TEST(RoundTripTest, EdgeValuesSurvive) {
   a.args = {UINT64_MAX, 0, 1ull << 63, 42, UINT64_MAX - 1, 7};
   a.ret = INT64_MIN;
   a.flags = 0xFFFFFFFFu;
+  a.cpu = INT32_MAX;  // minor 2: a known CPU follows the buffers
   CapturedBuffer odd;
   odd.arg = 200;  // outside 0..5
   odd.sub = 65535;
@@ -121,6 +122,7 @@ TEST(RoundTripTest, EdgeValuesSurvive) {
   b.exit_ns = 0;
   b.entry_ns = 0;
   b.buffers.clear();
+  b.cpu = -1;  // unknown (ptrace): nothing is stored, and it reads back as unknown
   ProcessEvent p;
   p.kind = static_cast<ProcessEventKind>(200);
   p.time_ns = UINT64_MAX;

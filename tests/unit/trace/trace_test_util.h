@@ -41,9 +41,9 @@ inline std::string Hex(const std::vector<uint8_t>& b) {
 inline std::string Describe(const SyscallEvent& e) {
   std::string s = fmt::format(
       "entry={} exit={} pid={} tid={} ppid={} uid={} comm={} nr={} args={:#x},{:#x},{:#x},{:#x},"
-      "{:#x},{:#x} ret={} flags={}",
+      "{:#x},{:#x} ret={} flags={} cpu={}",
       e.entry_ns, e.exit_ns, e.pid, e.tid, e.ppid, e.uid, Hex({e.comm.begin(), e.comm.end()}), e.nr,
-      e.args[0], e.args[1], e.args[2], e.args[3], e.args[4], e.args[5], e.ret, e.flags);
+      e.args[0], e.args[1], e.args[2], e.args[3], e.args[4], e.args[5], e.ret, e.flags, e.cpu);
   for (const CapturedBuffer& b : e.buffers)
     s += fmt::format(" [arg={} sub={} dir={} addr={:#x} len={} trunc={} nc={} bytes={}]", b.arg,
                      b.sub, static_cast<int>(b.dir), b.addr, b.length, b.truncated, b.not_captured,
