@@ -35,7 +35,8 @@ bool ReadCache(TaskOffsets* out) {
   if (!in || !std::getline(in, id) || id != KernelIdentity()) return false;
   TaskOffsets o;
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
-        o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >> o.cpu) ||
+        o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >>
+        o.cpu) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -51,7 +52,8 @@ void WriteCache(const TaskOffsets& o) {
     f << KernelIdentity() << "\n"
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
       << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
-      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu << "\n";
+      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu
+      << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.

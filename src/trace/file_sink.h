@@ -44,7 +44,6 @@ class FileSink {
   // Bytes appended, and bytes known to be in the file.
   uint64_t size() const { return base_ + len_; }
   uint64_t durable() const { return durable_.load(std::memory_order_acquire); }
-  bool direct() const { return direct_; }
   // After a failed write: cuts the file to `length` bytes (never more than are durable) and
   // drops what is staged. Nothing may be appended afterwards.
   bool Truncate(uint64_t length);

@@ -71,30 +71,33 @@ bool Writer::BatchReady() const {
 }
 
 bool Writer::Push(Item item) {
-  std::vector<Item> one;
-  one.push_back(std::move(item));
-  return AppendBatch(&one);
+  return Enqueue(std::span<Item>(&item, 1));
 }
 
 bool Writer::AppendBatch(std::vector<Item>* items) {
-  if (items->empty()) return true;
+  bool ok = Enqueue(*items);
+  items->clear();
+  return ok;
+}
+
+bool Writer::Enqueue(std::span<Item> items) {
+  if (items.empty()) return true;
+  if (opts_.encode_on_caller) {
+    if (closed_ || thread_failed_) {
+      std::lock_guard lk(mu_);
+      dropped_ += items.size();
+      return false;
+    }
+    return EncodeNow(items);
+  }
   size_t bytes = 0;
-  for (const Item& item : *items) {
+  for (const Item& item : items) {
     if (const auto* ev = std::get_if<SyscallEvent>(&item))
       bytes += sizeof(SyscallEvent) + BufferBytes(*ev);
     else if (const auto* pe = std::get_if<ProcessEvent>(&item))
       bytes += sizeof(ProcessEvent) + pe->path.size();
     else
       bytes += sizeof(LossRecord);
-  }
-  if (opts_.encode_on_caller) {
-    if (closed_ || thread_failed_) {
-      std::lock_guard lk(mu_);
-      dropped_ += items->size();
-      items->clear();
-      return false;
-    }
-    return EncodeNow(items);
   }
   std::unique_lock lk(mu_);
   not_full_.wait(lk, [&] {
@@ -103,13 +106,11 @@ bool Writer::AppendBatch(std::vector<Item>* items) {
             (queue_.empty() || queued_bytes_ + bytes <= opts_.queue_bytes));
   });
   if (failed_ || closing_) {
-    dropped_ += items->size();
-    items->clear();
+    dropped_ += items.size();
     return false;
   }
-  for (Item& item : *items) queue_.push_back(std::move(item));
+  for (Item& item : items) queue_.push_back(std::move(item));
   queued_bytes_ += bytes;
-  items->clear();
   if (BatchReady()) not_empty_.notify_one();
   return true;
 }
@@ -173,15 +174,14 @@ void Writer::FlushIfDue() {
   }
 }
 
-bool Writer::EncodeNow(std::vector<Item>* items) {
-  for (size_t i = 0; i < items->size(); ++i) {
+bool Writer::EncodeNow(std::span<const Item> items) {
+  for (size_t i = 0; i < items.size(); ++i) {
     if (thread_failed_) {
-      stats_.dropped_events += items->size() - i;
+      stats_.dropped_events += items.size() - i;
       break;
     }
-    Encode((*items)[i]);
+    Encode(items[i]);
   }
-  items->clear();
   FlushIfDue();
   std::lock_guard lk(mu_);
   published_ = stats_;
@@ -189,10 +189,7 @@ bool Writer::EncodeNow(std::vector<Item>* items) {
 }
 
 void Writer::Tick() {
-  if (opts_.encode_on_caller && !closed_) {
-    std::vector<Item> none;
-    EncodeNow(&none);
-  }
+  if (opts_.encode_on_caller && !closed_) EncodeNow({});
 }
 
 void Writer::Encode(const Item& item) {

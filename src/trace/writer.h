@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -104,11 +105,12 @@ class Writer {
 
  private:
   Status WriteHeader(const RecordingInfo& info);
-  bool Push(Item item);     // one event, through AppendBatch
-  bool BatchReady() const;  // with mu_ held
+  bool Push(Item item);                 // one event, through Enqueue
+  bool Enqueue(std::span<Item> items);  // moves them out
+  bool BatchReady() const;              // with mu_ held
   void Run();
   void Encode(const Item& item);
-  bool EncodeNow(std::vector<Item>* items);  // encode_on_caller: in the caller's thread
+  bool EncodeNow(std::span<const Item> items);  // encode_on_caller: in the caller's thread
   void FlushIfDue();
   void StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes);
   void FlushEvents();
