@@ -36,7 +36,7 @@ bool ReadCache(TaskOffsets* out) {
   TaskOffsets o;
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
         o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >>
-        o.cpu) ||
+        o.cpu >> o.task_struct_btf_id >> o.rdonly_cast_btf_id) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -52,8 +52,8 @@ void WriteCache(const TaskOffsets& o) {
     f << KernelIdentity() << "\n"
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
       << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
-      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu
-      << "\n";
+      << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu << " "
+      << o.task_struct_btf_id << " " << o.rdonly_cast_btf_id << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -77,6 +77,9 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
   if (!vmlinux) return Error(Code::kNotFound, "the kernel exposes no BTF");
   TaskOffsets out;
   int id = btf__find_by_name_kind(vmlinux, "task_struct", BTF_KIND_STRUCT);
+  out.task_struct_btf_id = std::max(0, id);
+  out.rdonly_cast_btf_id =
+      std::max(0, btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC));
   if (id > 0) {
     const btf_type* t = btf__type_by_id(vmlinux, id);
     const btf_member* m = btf_members(t);

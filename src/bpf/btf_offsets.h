@@ -21,6 +21,10 @@ struct TaskOffsets {
   int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
   // task_struct.thread_info.cpu: the CPU the task runs on, without a helper call; -1 unknown.
   int cpu = -1;
+  // BTF ids of struct task_struct and of the kfunc bpf_rdonly_cast; 0 when unknown. The probes
+  // walk task pointers through an untrusted cast: the verifier then skips its per-load search
+  // for "trusted" annotations, a linear scan of the kernel's BTF that was a third of start-up.
+  int task_struct_btf_id = 0, rdonly_cast_btf_id = 0;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

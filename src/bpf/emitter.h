@@ -69,6 +69,8 @@ class Emitter {
     Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, op);
   }
   void Call(int32_t helper) { Raw(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
+  // A call of the kernel function whose vmlinux BTF id is `btf_id` (a kfunc).
+  void CallKfunc(int32_t btf_id) { Raw(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, btf_id); }
   // dst = address of the function starting at `fn` (a callback for bpf_loop and the like).
   void LdFunc(Reg dst, Label fn) {
     imm_fixups_.push_back({insns_.size(), fn.id});

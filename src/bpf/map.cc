@@ -91,6 +91,16 @@ Status Map::Update(const void* key, const void* value, uint64_t flags) {
   return Status::Ok();
 }
 
+Status Map::UpdateBatch(const void* keys, const void* values, uint32_t count) {
+  uint32_t n = count;
+  if (bpf_map_update_batch(fd(), keys, values, &n, nullptr) == 0 && n == count) return Status::Ok();
+  for (uint32_t i = 0; i < count; ++i) {
+    FAY_RETURN_IF_ERROR(Update(static_cast<const uint8_t*>(keys) + size_t{i} * key_size_,
+                               static_cast<const uint8_t*>(values) + size_t{i} * value_size_));
+  }
+  return Status::Ok();
+}
+
 Status Map::Delete(const void* key) {
   if (bpf_map_delete_elem(fd(), key) != 0) {
     int err = errno;

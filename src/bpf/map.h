@@ -42,6 +42,9 @@ class Map {
   size_t lookup_size() const;
 
   Status Update(const void* key, const void* value, uint64_t flags = BPF_ANY);
+  // Updates `count` entries in one bpf() call; keys and values are packed arrays. Falls back
+  // to one call per entry on kernels without batch operations for this map type.
+  Status UpdateBatch(const void* keys, const void* values, uint32_t count);
   Status Delete(const void* key);
   // For per-CPU maps value must hold lookup_size() bytes. kNotFound when absent.
   Status Lookup(const void* key, void* value) const;

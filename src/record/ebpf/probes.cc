@@ -931,10 +931,19 @@ void GenIdentity(Gen& g, RecType type, uint32_t flags) {
   e.Store(4, R6, 8, R1);
   e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
   e.Store(4, R6, 12, R1);
-  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_real_parent));
+  Reg task = R7;
+  if (g.o.task_struct_btf_id > 0 && g.o.rdonly_cast_btf_id > 0) {
+    // The verifier turns the cast into a move; the pointers walked from it are then untrusted,
+    // which spares it a search of the kernel's BTF at every load (see bpf::TaskOffsets).
+    e.Mov(R1, R7);
+    e.MovImm(R2, g.o.task_struct_btf_id);
+    e.CallKfunc(g.o.rdonly_cast_btf_id);
+    task = R0;
+  }
+  e.Load(8, R1, task, static_cast<int16_t>(g.o.task_real_parent));
   e.Load(4, R1, R1, static_cast<int16_t>(g.o.task_tgid));
   e.Store(4, R6, 16, R1);
-  e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_cred));
+  e.Load(8, R1, task, static_cast<int16_t>(g.o.task_cred));
   e.Load(4, R1, R1, static_cast<int16_t>(g.o.cred_uid));
   e.Store(4, R6, 20, R1);
 }

@@ -144,6 +144,8 @@ struct ProbeOptions {
   int task_cred = -1, cred_uid = -1;
   // task_struct.thread_info.cpu; -1: the records say the CPU is unknown.
   int task_cpu = -1;
+  // See bpf::TaskOffsets: 0 when unknown (task pointers are then walked as trusted ones).
+  int task_struct_btf_id = 0, rdonly_cast_btf_id = 0;
   // pid_max rounded up to a power of two (at least 64): sizes the state bitmap.
   uint64_t pid_limit = 1 << 22;
   // linux_binprm.filename, for the exec tracepoint's path.

@@ -54,6 +54,29 @@ TEST(Map, HashUpdateLookupDelete) {
   EXPECT_EQ(m->Lookup(&key, got).code(), Code::kNotFound);
 }
 
+TEST(Map, UpdateBatchWritesEveryEntry) {
+  FAY_SKIP_WITHOUT_BPF();
+  auto m = Map::Create(BPF_MAP_TYPE_ARRAY, "t_batch", 4, 12, 8);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  uint32_t keys[3] = {1, 4, 7};
+  uint32_t vals[3][3] = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  ASSERT_TRUE(m->UpdateBatch(keys, vals, 3).ok());
+  for (int i = 0; i < 3; ++i) {
+    uint32_t got[3] = {};
+    ASSERT_TRUE(m->Lookup(&keys[i], got).ok());
+    EXPECT_EQ(got[0], vals[i][0]);
+    EXPECT_EQ(got[2], vals[i][2]);
+  }
+  uint32_t untouched = 2, got[3] = {9, 9, 9};
+  ASSERT_TRUE(m->Lookup(&untouched, got).ok());
+  EXPECT_EQ(got[1], 0u);
+  // A key past max_entries fails the whole call, with the map's name.
+  uint32_t bad = 8;
+  Status st = m->UpdateBatch(&bad, vals[0], 1);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t_batch"), std::string::npos) << st.message();
+}
+
 TEST(Map, KeysAndClearOnHash) {
   FAY_SKIP_WITHOUT_BPF();
   auto m = Map::Create(BPF_MAP_TYPE_HASH, "t_keys", 4, 8, 256);
