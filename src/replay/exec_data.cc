@@ -52,8 +52,8 @@ struct Iov {
 std::vector<Iov> IovArray(const CapturedBuffer* b) {
   std::vector<Iov> v;
   if (!b || b->not_captured || b->truncated) return v;
-  v.resize(b->bytes.size() / sizeof(Iov));
-  if (!v.empty()) std::memcpy(v.data(), b->bytes.data(), v.size() * sizeof(Iov));
+  v.resize(b->View().size() / sizeof(Iov));
+  if (!v.empty()) std::memcpy(v.data(), b->View().data(), v.size() * sizeof(Iov));
   return v;
 }
 
@@ -138,7 +138,7 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   // The bytes written are the recorded bytes; as many as the recording wrote (a short write
   // is reproduced as one), or all of them for a call that failed.
   std::vector<uint8_t> data;
-  const std::vector<uint8_t>* bytes = nullptr;
+  std::span<const uint8_t> bytes;
   uint64_t want = 0;
   if (nr == sysno::write || nr == sysno::pwrite64) {
     const CapturedBuffer* b = FindBuffer(ev, 1);
@@ -146,13 +146,13 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     if (!Failed(ev.ret)) want = std::min<uint64_t>(want, static_cast<uint64_t>(ev.ret));
     if (want > 0 && (!b || b->not_captured)) return false;
     // A failed call's length may be anything; zeros past the capture are not worth gigabytes.
-    if (b && b->bytes.size() < want && want > kMaxReadBuffer) return false;
-    if (b && b->bytes.size() >= want) {
-      bytes = &b->bytes;
+    if (b && b->View().size() < want && want > kMaxReadBuffer) return false;
+    if (b && b->View().size() >= want) {
+      bytes = b->View();
     } else if (b) {
-      data = b->bytes;  // cut by --max-buffer: the rest is written as zeros
+      data.assign(b->View().begin(), b->View().end());  // cut by --max-buffer: the rest is zeros
       data.resize(want);
-      bytes = &data;
+      bytes = data;
     }
   } else {
     std::vector<Iov> iov = IovArray(FindBuffer(ev, 1, 0, BufferDir::kIn));
@@ -168,13 +168,13 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       uint64_t len = std::min<uint64_t>(iov[i].len, total - at);
       data.resize(at + len);
       if (b)
-        std::memcpy(data.data() + at, b->bytes.data(), std::min<uint64_t>(b->bytes.size(), len));
+        std::memcpy(data.data() + at, b->View().data(), std::min<uint64_t>(b->View().size(), len));
     }
     want = data.size();
-    bytes = &data;
+    bytes = data;
   }
   if (!Failed(ev.ret)) want = std::min<uint64_t>(want, static_cast<uint64_t>(ev.ret));
-  const uint8_t* p = bytes ? bytes->data() : nullptr;
+  const uint8_t* p = bytes.empty() ? nullptr : bytes.data();
   out->ret = PipeRetry(*live, POLLOUT, [&]() -> int64_t {
     switch (nr) {
       case sysno::write:
@@ -210,8 +210,8 @@ bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   auto offset = [&](int arg, loff_t* v) -> loff_t* {
     if (ev.args[arg] == 0) return nullptr;
     const CapturedBuffer* b = FindBuffer(ev, arg, 0, BufferDir::kIn);
-    if (!b || b->bytes.size() < sizeof(*v)) return nullptr;
-    std::memcpy(v, b->bytes.data(), sizeof(*v));
+    if (!b || b->View().size() < sizeof(*v)) return nullptr;
+    std::memcpy(v, b->View().data(), sizeof(*v));
     return v;
   };
   // As many bytes as the recording moved; all that was asked when it moved none.
@@ -293,7 +293,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     }
     std::string path;
     const CapturedBuffer* pb = path_arg >= 0 ? FindBuffer(ev, path_arg) : nullptr;
-    bool empty = pb && !pb->bytes.empty() && pb->bytes[0] == 0;
+    bool empty = pb && !pb->View().empty() && pb->View()[0] == 0;
     if (pb && !(empty && empty_ok) && !empty && PathArg(ev, proc, path_arg, dirfd_arg, &path) &&
         !IsVirtualPath(path) && FastStat(path, nofollow, sx, ev, out)) {
       return true;

@@ -46,7 +46,7 @@ int64_t DotError(int nr) {
 }
 
 std::string CapturedString(const CapturedBuffer* b) {
-  std::string s(b->bytes.begin(), b->bytes.end());
+  std::string s(b->View().begin(), b->View().end());
   if (size_t nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
   return s;
 }
@@ -191,9 +191,9 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
     case sysno::utimensat: {
       int flags = static_cast<int>(a[3]);
       const CapturedBuffer* times = FindBuffer(ev, 2);
-      if (a[2] != 0 && (!times || times->bytes.size() < 2 * sizeof(timespec))) return false;
+      if (a[2] != 0 && (!times || times->View().size() < 2 * sizeof(timespec))) return false;
       timespec ts[2];
-      if (a[2] != 0) std::memcpy(ts, times->bytes.data(), sizeof(ts));
+      if (a[2] != 0) std::memcpy(ts, times->View().data(), sizeof(ts));
       // utimensat(fd, NULL, ...) is futimens: the dirfd itself.
       int fd = target(0, 1, flags & AT_SYMLINK_NOFOLLOW, true);
       if (emulate) return false;

@@ -165,7 +165,7 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
                        std::string* out) const {
   const CapturedBuffer* b = FindBuffer(ev, path_arg);
   if (!b || b->not_captured || b->truncated) return false;
-  std::string path(b->bytes.begin(), b->bytes.end());
+  std::string path(b->View().begin(), b->View().end());
   if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
   if (!path.empty() && path.front() == '/') {
     *out = std::move(path);
@@ -291,9 +291,9 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     case sysno::openat2: {
       if (!PathArg(ev, proc, 1, 0, &path)) return false;
       const CapturedBuffer* how = FindBuffer(ev, 2);
-      if (!how || how->bytes.size() < sizeof(open_how)) return false;
+      if (!how || how->View().size() < sizeof(open_how)) return false;
       open_how h;
-      std::memcpy(&h, how->bytes.data(), sizeof(h));
+      std::memcpy(&h, how->View().data(), sizeof(h));
       flags = h.flags;
       mode = h.mode;
       // BENEATH and IN_ROOT were relative to the recorded dirfd; the sandbox's IN_ROOT is
@@ -428,9 +428,9 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
 bool Executor::Pipe(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   out->compare = RetCompare::kSuccess;
   const CapturedBuffer* b = FindBuffer(ev, 0, 0, BufferDir::kOut);
-  if (Failed(ev.ret) || !b || b->bytes.size() < 8) return false;
+  if (Failed(ev.ret) || !b || b->View().size() < 8) return false;
   int recorded[2];
-  std::memcpy(recorded, b->bytes.data(), sizeof(recorded));
+  std::memcpy(recorded, b->View().data(), sizeof(recorded));
   uint64_t flags = ev.nr == sysno::pipe2 ? ev.args[1] : 0;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK | (flags & O_DIRECT)) != 0) {
@@ -456,9 +456,9 @@ void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
     proc.Erase(static_cast<int>(ev.ret));
   } else if (nr == sysno::socketpair) {
     const CapturedBuffer* b = FindBuffer(ev, 3, 0, BufferDir::kOut);
-    if (b && b->bytes.size() >= 8) {
+    if (b && b->View().size() >= 8) {
       int fds[2];
-      std::memcpy(fds, b->bytes.data(), sizeof(fds));
+      std::memcpy(fds, b->View().data(), sizeof(fds));
       proc.Erase(fds[0]);
       proc.Erase(fds[1]);
     }
@@ -469,9 +469,9 @@ void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
     // whatever it returned is not live either.
     if (nr == sysno::pipe || nr == sysno::pipe2) {
       const CapturedBuffer* b = FindBuffer(ev, 0, 0, BufferDir::kOut);
-      if (b && b->bytes.size() >= 8) {
+      if (b && b->View().size() >= 8) {
         int fds[2];
-        std::memcpy(fds, b->bytes.data(), sizeof(fds));
+        std::memcpy(fds, b->View().data(), sizeof(fds));
         proc.Erase(fds[0]);
         proc.Erase(fds[1]);
       }
@@ -490,8 +490,8 @@ void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
       flags = ev.args[0];
     } else if (nr == sysno::clone3) {
       const CapturedBuffer* b = FindBuffer(ev, 0, 0, BufferDir::kIn);
-      if (b && b->bytes.size() >= sizeof(flags))
-        std::memcpy(&flags, b->bytes.data(), sizeof(flags));
+      if (b && b->View().size() >= sizeof(flags))
+        std::memcpy(&flags, b->View().data(), sizeof(flags));
     }
     if (ProcessState* child = procs_.Find(static_cast<int32_t>(ev.ret)); child && child != &proc) {
       child->CopyFrom(proc, (flags & CLONE_FILES) != 0);

@@ -39,7 +39,7 @@ struct Node {
   uint64_t nlink = 1;
   uint64_t data_end = 0;  // end of the furthest byte read
   // Offset -> bytes read there; the bytes stay in the schedule, which outlives Prepare.
-  std::map<uint64_t, const std::vector<uint8_t>*> content;
+  std::map<uint64_t, std::span<const uint8_t>> content;
   std::string target;  // symlink
 };
 
@@ -91,7 +91,7 @@ class Simulator {
 std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_arg) {
   const CapturedBuffer* b = FindBuffer(ev, path_arg);
   if (!b || b->not_captured || b->truncated) return {};
-  std::string path(b->bytes.begin(), b->bytes.end());
+  std::string path(b->View().begin(), b->View().end());
   if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
   if (path.empty()) return {};
   std::string base;
@@ -143,8 +143,8 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
   if (!b || b->not_captured || n.state != State::kPre || n.modified || n.have_stat) return;
   if (statx) {
     struct statx st;
-    if (b->bytes.size() < sizeof(st)) return;
-    std::memcpy(&st, b->bytes.data(), sizeof(st));
+    if (b->View().size() < sizeof(st)) return;
+    std::memcpy(&st, b->View().data(), sizeof(st));
     n.mode = st.stx_mode;
     n.uid = st.stx_uid;
     n.gid = st.stx_gid;
@@ -152,8 +152,8 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
     n.nlink = st.stx_nlink;
   } else {
     struct stat st;
-    if (b->bytes.size() < sizeof(st)) return;
-    std::memcpy(&st, b->bytes.data(), sizeof(st));
+    if (b->View().size() < sizeof(st)) return;
+    std::memcpy(&st, b->View().data(), sizeof(st));
     n.mode = st.st_mode;
     n.uid = st.st_uid;
     n.gid = st.st_gid;
@@ -185,7 +185,7 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
     bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
     if (vec && b.sub == 0) continue;
-    if (!b.bytes.empty()) node.content[at] = &b.bytes;
+    if (!b.View().empty()) node.content[at] = b.View();
     at += b.length;
   }
 }
@@ -195,10 +195,12 @@ void Simulator::Run() {
   for (uint32_t t = 0; t < s_.threads.size(); ++t) {
     for (uint32_t i = 0; i < s_.threads[t].calls.size(); ++i) order.emplace_back(t, i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+  auto by_entry = [&](const auto& a, const auto& b) {
     return s_.threads[a.first].calls[a.second].ev.entry_ns <
            s_.threads[b.first].calls[b.second].ev.entry_ns;
-  });
+  };
+  // A single thread's calls are in order already (the schedule sorted them).
+  if (s_.threads.size() > 1) std::stable_sort(order.begin(), order.end(), by_entry);
   if (!s_.info.cwd.empty()) {
     for (const ThreadCalls& t : s_.threads) P(t.pid).cwd = NormalizePath(s_.info.cwd);
     Parents(NormalizePath(s_.info.cwd) + "/x");
@@ -238,7 +240,7 @@ void Simulator::Call(const SyscallEvent& ev) {
       if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
       if (ev.nr == sysno::openat2) {
         const CapturedBuffer* how = FindBuffer(ev, 2);
-        if (how && how->bytes.size() >= 8) std::memcpy(&flags, how->bytes.data(), 8);
+        if (how && how->View().size() >= 8) std::memcpy(&flags, how->View().data(), 8);
       }
       std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
       if (ok && !Failed(ev.ret)) p.fds.erase(static_cast<int>(ev.ret));
@@ -326,7 +328,7 @@ void Simulator::Call(const SyscallEvent& ev) {
       bool sx = ev.nr == sysno::statx;
       uint64_t flags = sx ? a[2] : a[3];
       const CapturedBuffer* pb = FindBuffer(ev, 1);
-      bool empty = a[1] == 0 || (pb && (pb->bytes.empty() || pb->bytes[0] == 0));
+      bool empty = a[1] == 0 || (pb && (pb->View().empty() || pb->View()[0] == 0));
       const CapturedBuffer* out = FindBuffer(ev, sx ? 4 : 2, 0, BufferDir::kOut);
       if (empty && (flags & AT_EMPTY_PATH)) {
         if (Node* n = node_of(static_cast<int>(a[0])); n && ok) StatResult(*n, out, sx);
@@ -365,7 +367,7 @@ void Simulator::Call(const SyscallEvent& ev) {
         const CapturedBuffer* b = FindBuffer(ev, at ? 2 : 1, 0, BufferDir::kOut);
         if (b && n.state == State::kPre && !n.modified && n.target.empty()) {
           n.kind = Kind::kSymlink;
-          n.target.assign(b->bytes.begin(), b->bytes.end());
+          n.target.assign(b->View().begin(), b->View().end());
         }
       } else if (enoent) {
         Observe(path, false);
@@ -426,8 +428,8 @@ void Simulator::Call(const SyscallEvent& ev) {
       dir.kind = Kind::kDir;
       const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
       if (!b) return;
-      const uint8_t* d = b->bytes.data();
-      size_t at = 0, n = b->bytes.size();
+      const uint8_t* d = b->View().data();
+      size_t at = 0, n = b->View().size();
       while (at + 19 <= n) {
         uint16_t reclen;
         std::memcpy(&reclen, d + at + 16, 2);
@@ -510,11 +512,11 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
       }
       UniqueFd f(fd);
       for (const auto& [off, bytes] : n.content) {
-        if (::pwrite(fd, bytes->data(), bytes->size(), static_cast<off_t>(off)) !=
-            static_cast<ssize_t>(bytes->size())) {
+        if (::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(bytes.size())) {
           return ErrnoError("--prepare: write " + path);
         }
-        st->bytes += bytes->size();
+        st->bytes += bytes.size();
       }
       uint64_t size = n.have_stat ? n.size : n.data_end;
       if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {

@@ -72,7 +72,7 @@ std::string FirstPath(const SyscallEvent& ev) {
     if (sig.args[i].type != ArgType::kPath) continue;
     const CapturedBuffer* b = FindBuffer(ev, i);
     if (!b) return {};
-    std::string p(b->bytes.begin(), b->bytes.end());
+    std::string p(b->View().begin(), b->View().end());
     if (size_t nul = p.find('\0'); nul != std::string::npos) p.resize(nul);
     return p;
   }

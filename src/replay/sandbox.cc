@@ -161,7 +161,28 @@ std::string JoinPath(std::string_view base, std::string_view path) {
   return out;
 }
 
+namespace {
+
+// Absolute, with no empty, "." or ".." component and no trailing slash: already normal, as
+// nearly every path a program passes is.
+bool IsNormal(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path.size() == 1) return true;
+  if (path.back() == '/') return false;
+  for (size_t i = path.find('/'); i != std::string_view::npos; i = path.find('/', i + 1)) {
+    std::string_view rest = path.substr(i + 1);
+    if (rest.empty() || rest.front() == '/') return false;
+    if (rest.front() == '.' && (rest.size() == 1 || rest[1] == '/' ||
+                                (rest[1] == '.' && (rest.size() == 2 || rest[2] == '/'))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string NormalizePath(std::string_view path) {
+  if (IsNormal(path)) return std::string(path);
   std::vector<std::string_view> parts;
   size_t i = 0;
   while (i < path.size()) {

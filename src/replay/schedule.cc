@@ -23,23 +23,36 @@ bool CreatesTask(int nr) {
 
 }  // namespace
 
+void ScheduleBuilder::Add(const ProcessEvent& p) {
+  if (p.kind == ProcessEventKind::kFork && !p.is_thread) s_.parent_of[p.pid] = p.parent_pid;
+}
+
+void ScheduleBuilder::Add(SyscallEvent&& ev) {
+  if (s_.calls == 0) s_.first_ns = kNever;
+  if (last_thread_ == UINT32_MAX || ev.tid != last_tid_) {
+    auto [it, fresh] = by_tid_.try_emplace(ev.tid, static_cast<uint32_t>(s_.threads.size()));
+    if (fresh) {
+      s_.threads.push_back(ThreadCalls{ev.pid, ev.tid, {}});
+      if (s_.threads.size() == 1 && expected_ > 0) s_.threads[0].calls.reserve(expected_);
+    }
+    last_tid_ = ev.tid;
+    last_thread_ = it->second;
+  }
+  s_.first_ns = std::min(s_.first_ns, ev.entry_ns);
+  s_.last_ns = std::max(s_.last_ns, std::max(ev.entry_ns, ev.exit_ns));
+  s_.threads[last_thread_].calls.push_back(Call{s_.calls++, std::move(ev), {}});
+}
+
 Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<ProcessEvent>& procs) {
-  Schedule s;
-  for (const ProcessEvent& p : procs) {
-    if (p.kind == ProcessEventKind::kFork && !p.is_thread) s.parent_of[p.pid] = p.parent_pid;
-  }
-  std::unordered_map<int32_t, uint32_t> by_tid;
-  s.first_ns = kNever;
-  for (uint64_t i = 0; i < events.size(); ++i) {
-    SyscallEvent& ev = events[i];
-    auto [it, fresh] = by_tid.try_emplace(ev.tid, static_cast<uint32_t>(s.threads.size()));
-    if (fresh) s.threads.push_back(ThreadCalls{ev.pid, ev.tid, {}});
-    s.first_ns = std::min(s.first_ns, ev.entry_ns);
-    s.last_ns = std::max(s.last_ns, std::max(ev.entry_ns, ev.exit_ns));
-    s.threads[it->second].calls.push_back(Call{i, std::move(ev), {}});
-  }
-  s.calls = events.size();
-  if (s.first_ns == kNever) s.first_ns = 0;
+  ScheduleBuilder b(events.size());
+  for (const ProcessEvent& p : procs) b.Add(p);
+  for (SyscallEvent& ev : events) b.Add(std::move(ev));
+  return std::move(b).Finish();
+}
+
+Schedule ScheduleBuilder::Finish() && {
+  Schedule s = std::move(s_);
+  if (s.calls == 0) s.first_ns = 0;
   auto by_entry = [](const Call& a, const Call& b) { return a.ev.entry_ns < b.ev.entry_ns; };
   for (ThreadCalls& t : s.threads) {
     // Usually in order already: a thread's calls are written as they happen.
@@ -72,14 +85,19 @@ Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<Proce
       starts.push_back({ev.entry_ns, t, i});
     }
   }
-  std::sort(done.begin(), done.end(), [](const Completion& a, const Completion& b) {
+  auto done_order = [](const Completion& a, const Completion& b) {
     return a.ns != b.ns ? a.ns < b.ns : a.thread < b.thread;
-  });
-  std::sort(starts.begin(), starts.end(), [](const Start& a, const Start& b) {
+  };
+  auto start_order = [](const Start& a, const Start& b) {
     return a.ns != b.ns           ? a.ns < b.ns
            : a.thread != b.thread ? a.thread < b.thread
                                   : a.call < b.call;
-  });
+  };
+  // One thread's lists come out sorted already.
+  if (!std::is_sorted(done.begin(), done.end(), done_order))
+    std::sort(done.begin(), done.end(), done_order);
+  if (!std::is_sorted(starts.begin(), starts.end(), start_order))
+    std::sort(starts.begin(), starts.end(), start_order);
 
   // Sweep the starts in time order; done[0, p) are the completions strictly before the current
   // start. A thread needs only the completions logged since its own previous call.
@@ -125,19 +143,18 @@ Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<Proce
 
 Expected<Schedule> LoadSchedule(const std::string& path) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
-  std::vector<SyscallEvent> events;
-  std::vector<ProcessEvent> procs;
+  // Equal buffers (W3's 10,000 files of a few hundred contents) share one copy: loading then
+  // costs the distinct bytes, not every byte the program moved.
+  reader.ShareBlobs(true);
   uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
   for (const trace::ChunkRef& c : reader.chunks()) {
     if (c.type == trace::ChunkType::kEvents) indexed += c.count;
   }
-  events.reserve(indexed);
-  // Taken, not copied: the buffers are copied once, out of their blob chunks. (Decoding every
-  // other chunk on a second reader and thread was tried: W3's load, about 80 MB of buffers in
-  // fresh pages, was no faster on two cores; its cost is the page faults, not the decoding.)
+  ScheduleBuilder builder(indexed);
+  // Taken, not copied, and straight into the thread's list.
   Status st = reader.ForEachTaking(
-      trace::ReadFilter{}, [&](SyscallEvent&& ev) { events.push_back(std::move(ev)); },
-      [&](const ProcessEvent& ev) { procs.push_back(ev); });
+      trace::ReadFilter{}, [&](SyscallEvent&& ev) { builder.Add(std::move(ev)); },
+      [&](const ProcessEvent& ev) { builder.Add(ev); });
   if (!st.ok()) return st;
   uint64_t lost = reader.stats().lost_events;
   if (lost > 0) {
@@ -145,7 +162,7 @@ Expected<Schedule> LoadSchedule(const std::string& path) {
                  path + ": the recording lost " + std::to_string(lost) +
                      " events; a trace with holes cannot be replayed faithfully");
   }
-  Schedule s = BuildSchedule(std::move(events), procs);
+  Schedule s = std::move(builder).Finish();
   s.info = reader.info();
   return s;
 }

@@ -53,6 +53,26 @@ struct Schedule {
 // Reads the whole trace. Errors carry the reader's file offsets.
 Expected<Schedule> LoadSchedule(const std::string& path);
 
+// Builds a schedule from events handed over one at a time, in trace order, without holding
+// them twice: each goes straight to its thread's list.
+class ScheduleBuilder {
+ public:
+  // `expected_calls`: how many calls the trace holds, when known (its index says); the first
+  // thread's list is sized for them, sparing a program's main thread every regrowth.
+  explicit ScheduleBuilder(uint64_t expected_calls = 0) : expected_(expected_calls) {}
+  void Add(SyscallEvent&& ev);
+  void Add(const ProcessEvent& ev);
+  // Orders each thread's calls and computes the dependencies.
+  Schedule Finish() &&;
+
+ private:
+  Schedule s_;
+  uint64_t expected_ = 0;
+  std::map<int32_t, uint32_t> by_tid_;
+  int32_t last_tid_ = 0;
+  uint32_t last_thread_ = UINT32_MAX;
+};
+
 // Splits events into threads and computes the dependencies; exposed for tests.
 Schedule BuildSchedule(std::vector<SyscallEvent> events, const std::vector<ProcessEvent>& procs);
 

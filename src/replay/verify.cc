@@ -40,20 +40,20 @@ std::string Octal(uint32_t v) {
 std::string CompareBytes(const CapturedBuffer& recorded, const uint8_t* live, size_t n) {
   if (recorded.not_captured) return {};
   // A buffer cut by --max-buffer is compared as far as it goes.
-  size_t m = std::min(n, recorded.bytes.size());
-  if (!recorded.truncated && recorded.bytes.size() != n) {
-    return fmt::format("data: {} bytes recorded, {} returned", recorded.bytes.size(), n);
+  size_t m = std::min(n, recorded.View().size());
+  if (!recorded.truncated && recorded.View().size() != n) {
+    return fmt::format("data: {} bytes recorded, {} returned", recorded.View().size(), n);
   }
-  if (m == 0 || std::memcmp(recorded.bytes.data(), live, m) == 0) return {};
+  if (m == 0 || std::memcmp(recorded.View().data(), live, m) == 0) return {};
   size_t i = 0;
-  while (i < m && recorded.bytes[i] == live[i]) ++i;
+  while (i < m && recorded.View()[i] == live[i]) ++i;
   return fmt::format("data differs at byte {} (0x{:02x} recorded, 0x{:02x} returned)", i,
-                     recorded.bytes[i], live[i]);
+                     recorded.View()[i], live[i]);
 }
 
 std::string CompareDirents(const CapturedBuffer& recorded, const uint8_t* live, size_t n) {
   if (recorded.not_captured || recorded.truncated) return {};
-  auto want = Dirents(recorded.bytes.data(), recorded.bytes.size());
+  auto want = Dirents(recorded.View().data(), recorded.View().size());
   auto got = Dirents(live, n);
   if (want == got) return {};
   std::vector<std::string> missing, extra;
@@ -89,9 +89,9 @@ struct FieldDiffs {
 }  // namespace
 
 std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live) {
-  if (recorded.not_captured || recorded.bytes.size() < sizeof(struct stat)) return {};
+  if (recorded.not_captured || recorded.View().size() < sizeof(struct stat)) return {};
   struct stat want;
-  std::memcpy(&want, recorded.bytes.data(), sizeof(want));
+  std::memcpy(&want, recorded.View().data(), sizeof(want));
   FieldDiffs field;
   field("st_mode", want.st_mode, live.st_mode, true);
   bool dir = S_ISDIR(want.st_mode);
@@ -105,9 +105,9 @@ std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live)
 }
 
 std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live) {
-  if (recorded.not_captured || recorded.bytes.size() < sizeof(struct statx)) return {};
+  if (recorded.not_captured || recorded.View().size() < sizeof(struct statx)) return {};
   struct statx want;
-  std::memcpy(&want, recorded.bytes.data(), sizeof(want));
+  std::memcpy(&want, recorded.View().data(), sizeof(want));
   FieldDiffs field;
   // Only what both the recording and the replay were asked for and got.
   uint32_t both = want.stx_mask & live.stx_mask;

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,13 @@ struct CapturedBuffer {
   bool truncated = false;     // bytes.size() < length because of --max-buffer
   bool not_captured = false;  // the memory could not be read (unmapped / not present)
   std::vector<uint8_t> bytes;
+  // Set instead of `bytes` by a reader asked to share blob storage (Reader::ShareBlobs): equal
+  // buffers then hold one copy between them. View() reads whichever is set.
+  std::shared_ptr<const std::vector<uint8_t>> shared;
+
+  std::span<const uint8_t> View() const {
+    return shared ? std::span<const uint8_t>(*shared) : std::span<const uint8_t>(bytes);
+  }
 };
 
 // Event flags.

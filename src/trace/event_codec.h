@@ -84,6 +84,10 @@ struct DecodeSinks {
   std::function<void(const LossRecord&)> loss;
   // Fills *bytes with the blob's content, or fails when the blob is unknown or unreadable.
   std::function<Status(const Hash128&, uint64_t size, std::vector<uint8_t>* bytes)> blob;
+  // When set, used instead of `blob`: the buffer points to one shared copy of the blob.
+  std::function<Expected<std::shared_ptr<const std::vector<uint8_t>>>(const Hash128&,
+                                                                      uint64_t size)>
+      shared_blob;
 };
 
 // Decodes a whole raw (decompressed) events payload holding `count` records. Errors name the

@@ -335,6 +335,19 @@ Status Reader::ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>
   return Status::Ok();
 }
 
+Expected<std::shared_ptr<const std::vector<uint8_t>>> Reader::SharedBlob(const Hash128& h,
+                                                                         uint64_t size) {
+  std::weak_ptr<const std::vector<uint8_t>>& slot = shared_[h];
+  if (auto live = slot.lock(); live && live->size() == size) {
+    stats_.blob_bytes_referenced += size;
+    return live;
+  }
+  auto fresh = std::make_shared<std::vector<uint8_t>>();
+  FAY_RETURN_IF_ERROR(ResolveBlob(h, size, fresh.get()));
+  slot = fresh;
+  return std::shared_ptr<const std::vector<uint8_t>>(std::move(fresh));
+}
+
 Status Reader::ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process) {
   return ForEach(ReadFilter{}, on_syscall, on_process);
 }
@@ -364,7 +377,7 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     sinks.want_syscall = [&](const SyscallEvent& ev) { return filter.Matches(ev); };
   sinks.syscall = [&](SyscallEvent& ev) {
     ++stats_.syscall_events;
-    for (const CapturedBuffer& b : ev.buffers) stats_.bytes_captured += b.bytes.size();
+    for (const CapturedBuffer& b : ev.buffers) stats_.bytes_captured += b.View().size();
     if (on_syscall) on_syscall(ev);
   };
   sinks.process = [&](const ProcessEvent& ev) {
@@ -381,6 +394,8 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
   sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
     return ResolveBlob(h, size, out);
   };
+  if (share_blobs_)
+    sinks.shared_blob = [this](const Hash128& h, uint64_t size) { return SharedBlob(h, size); };
   Bytes raw;
   uint32_t events_seen = 0;
   for (uint32_t i = 0; i < chunks_.size(); ++i) {

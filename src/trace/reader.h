@@ -118,6 +118,11 @@ class Reader {
 
   ReaderStats stats() const { return stats_; }
 
+  // From now on, buffers stored as blobs come back in CapturedBuffer::shared, one copy per
+  // distinct blob, instead of a copy each in `bytes`: a caller keeping the whole trace (the
+  // replay) holds each distinct content once. The copies live as long as a buffer points to them.
+  void ShareBlobs(bool on) { share_blobs_ = on; }
+
  private:
   struct BlobLoc {
     uint32_t chunk = 0;  // index into chunks_
@@ -140,6 +145,7 @@ class Reader {
   Status Walk(const ReadFilter& filter, const std::function<void(SyscallEvent&)>& on_syscall,
               const ProcessFn& on_process);
   Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
+  Expected<std::shared_ptr<const std::vector<uint8_t>>> SharedBlob(const Hash128& h, uint64_t size);
   std::string Where(const ChunkRef& c) const;
   void AddBlob(const Hash128& h, BlobLoc loc);
 
@@ -160,6 +166,8 @@ class Reader {
   Status damage_;
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
+  bool share_blobs_ = false;
+  std::unordered_map<Hash128, std::weak_ptr<const std::vector<uint8_t>>, Hash128Hasher> shared_;
   std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();
   ReaderStats stats_;
 };

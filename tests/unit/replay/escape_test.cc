@@ -179,6 +179,18 @@ TEST(PathTest, JoinAndNormalize) {
   EXPECT_EQ(NormalizePath("/a/./b/../c"), "/a/c");
   EXPECT_EQ(NormalizePath("/../../x"), "/x");
   EXPECT_EQ(NormalizePath("//"), "/");
+  // Already normal: returned as it is.
+  EXPECT_EQ(NormalizePath("/"), "/");
+  EXPECT_EQ(NormalizePath("/dev/shm/files/f.123"), "/dev/shm/files/f.123");
+  EXPECT_EQ(NormalizePath("/a/.hidden/..x/b"), "/a/.hidden/..x/b");
+  // Each way of not being normal.
+  EXPECT_EQ(NormalizePath("a/b"), "/a/b");
+  EXPECT_EQ(NormalizePath("/a/b/"), "/a/b");
+  EXPECT_EQ(NormalizePath("/a//b"), "/a/b");
+  EXPECT_EQ(NormalizePath("/a/."), "/a");
+  EXPECT_EQ(NormalizePath("/a/.."), "/");
+  EXPECT_EQ(NormalizePath("/a/../b"), "/b");
+  EXPECT_EQ(NormalizePath("/./a"), "/a");
 }
 
 }  // namespace

@@ -125,9 +125,44 @@ TEST(ScheduleTest, LoadsAManyChunkTraceInFileOrder) {
       uint64_t i = 2 * k + t;
       EXPECT_EQ(calls[k].index, i);
       ASSERT_EQ(calls[k].ev.buffers.size(), 1u);
-      EXPECT_EQ(calls[k].ev.buffers[0].bytes, std::vector<uint8_t>(100, static_cast<uint8_t>(i)));
+      std::span<const uint8_t> got = calls[k].ev.buffers[0].View();
+      EXPECT_EQ(std::vector<uint8_t>(got.begin(), got.end()),
+                std::vector<uint8_t>(100, static_cast<uint8_t>(i)));
     }
   }
+}
+
+TEST(ScheduleTest, EqualBuffersShareOneCopy) {
+  testing::ScratchDir dir;
+  std::string path = dir.File("shared.fay");
+  {
+    auto w = trace::Writer::Create(path, RecordingInfo{}, trace::WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    for (int i = 0; i < 4; ++i) {
+      SyscallEvent ev = Call(1, 10 + 10 * i, 15 + 10 * i, sysno::read, 4096);
+      CapturedBuffer b;
+      b.arg = 1;
+      b.dir = BufferDir::kOut;
+      b.length = 4096;
+      b.bytes.assign(4096, static_cast<uint8_t>(i % 2));  // two distinct contents
+      ev.buffers.push_back(b);
+      (*w)->Append(ev);
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto s = LoadSchedule(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const auto& calls = s->threads.at(0).calls;
+  ASSERT_EQ(calls.size(), 4u);
+  for (const auto& c : calls) {
+    ASSERT_EQ(c.ev.buffers.size(), 1u);
+    EXPECT_TRUE(c.ev.buffers[0].bytes.empty());  // held in `shared`, not copied
+    EXPECT_EQ(c.ev.buffers[0].View().size(), 4096u);
+  }
+  EXPECT_EQ(calls[0].ev.buffers[0].View().data(), calls[2].ev.buffers[0].View().data());
+  EXPECT_EQ(calls[1].ev.buffers[0].View().data(), calls[3].ev.buffers[0].View().data());
+  EXPECT_NE(calls[0].ev.buffers[0].View().data(), calls[1].ev.buffers[0].View().data());
+  EXPECT_EQ(calls[1].ev.buffers[0].View()[0], 1);
 }
 
 }  // namespace
