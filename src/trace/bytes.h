@@ -32,6 +32,18 @@ inline void PutU32(Bytes& out, uint32_t v) {
 inline void PutU64(Bytes& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
+// Writes v as a varint at p, which has room for 10 bytes; returns the byte after it.
+inline uint8_t* PutVarintAt(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+inline uint8_t* PutZigzagAt(uint8_t* p, int64_t v) {
+  return PutVarintAt(p, ZigzagEncode(v));
+}
 inline void PutVarint(Bytes& out, uint64_t v) {
   while (v >= 0x80) {
     out.push_back(static_cast<uint8_t>(v | 0x80));

@@ -42,64 +42,85 @@ void PutRecord(Bytes& out, RecordKind kind, const Bytes& body) {
 }  // namespace
 
 void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes* out) {
-  Bytes& b = body_;
-  b.clear();
-  ChunkCodecState::ThreadContext ctx{ev.pid, ev.ppid, ev.uid, ev.comm};
-  auto it = state_.threads.find(ev.tid);
-  bool new_context = it == state_.threads.end() || it->second.pid != ctx.pid ||
-                     it->second.ppid != ctx.ppid || it->second.uid != ctx.uid ||
-                     it->second.comm != ctx.comm;
+  // The recorder hands over millions of these a second: the body is written through a pointer
+  // into room sized for its largest encoding, not byte by byte into a growing vector.
+  constexpr size_t kFixedMax = 16 * 10 + sizeof(ev.comm);
+  constexpr size_t kPerBufferMax = 7 * 10 + 16;
+  size_t room = kFixedMax + ev.buffers.size() * kPerBufferMax;
+  for (const CapturedBuffer& buf : ev.buffers)
+    if (buf.bytes.size() <= kInlineMax) room += buf.bytes.size();
+  if (scratch_.size() < room) scratch_.resize(room);
+  uint8_t* const start = scratch_.data();
+  uint8_t* p = start;
+
+  ChunkCodecState::ThreadContext* known = nullptr;
+  if (state_.last_ctx && state_.last_ctx_tid == ev.tid) {
+    known = state_.last_ctx;
+  } else if (auto it = state_.threads.find(ev.tid); it != state_.threads.end()) {
+    known = &it->second;
+  }
+  bool new_context = !known || known->pid != ev.pid || known->ppid != ev.ppid ||
+                     known->uid != ev.uid || known->comm != ev.comm;
   uint64_t bits = 0;
   if (ev.exit_ns != 0) bits |= kHasExit;
   if (new_context) bits |= kHasContext;
   if (ev.flags != 0) bits |= kHasFlags;
   if (!ev.buffers.empty()) bits |= kHasBuffers;
-  PutVarint(b, bits);
-  PutZigzag(b, int64_t{ev.tid} - int64_t{state_.prev_tid});
+  p = PutVarintAt(p, bits);
+  p = PutZigzagAt(p, int64_t{ev.tid} - int64_t{state_.prev_tid});
   state_.prev_tid = ev.tid;
   if (new_context) {
-    PutZigzag(b, ev.pid);
-    PutZigzag(b, ev.ppid);
-    PutVarint(b, ev.uid);
+    p = PutZigzagAt(p, ev.pid);
+    p = PutZigzagAt(p, ev.ppid);
+    p = PutVarintAt(p, ev.uid);
     size_t n = CommLength(ev.comm);
-    PutVarint(b, n);
-    PutRaw(b, ev.comm.data(), n);
-    state_.threads[ev.tid] = ctx;
+    p = PutVarintAt(p, n);
+    std::memcpy(p, ev.comm.data(), n);
+    p += n;
+    if (!known) known = &state_.threads[ev.tid];
+    *known = ChunkCodecState::ThreadContext{ev.pid, ev.ppid, ev.uid, ev.comm};
   }
-  PutZigzag(b, static_cast<int64_t>(ev.entry_ns - state_.prev_time));
+  state_.last_ctx_tid = ev.tid;
+  state_.last_ctx = known;
+  p = PutZigzagAt(p, static_cast<int64_t>(ev.entry_ns - state_.prev_time));
   state_.prev_time = ev.entry_ns;
-  if (ev.exit_ns != 0) PutZigzag(b, static_cast<int64_t>(ev.exit_ns - ev.entry_ns));
-  PutZigzag(b, ev.nr);
+  if (ev.exit_ns != 0) p = PutZigzagAt(p, static_cast<int64_t>(ev.exit_ns - ev.entry_ns));
+  p = PutZigzagAt(p, ev.nr);
   auto& prev = state_.PrevArgs(ev.nr);
-  for (int i = 0; i < 6; ++i) PutZigzag(b, static_cast<int64_t>(ev.args[i] - prev[i]));
+  for (int i = 0; i < 6; ++i) p = PutZigzagAt(p, static_cast<int64_t>(ev.args[i] - prev[i]));
   prev = ev.args;
-  PutZigzag(b, ev.ret);
-  if (ev.flags != 0) PutVarint(b, ev.flags);
+  p = PutZigzagAt(p, ev.ret);
+  if (ev.flags != 0) p = PutVarintAt(p, ev.flags);
   if (!ev.buffers.empty()) {
-    PutVarint(b, ev.buffers.size());
+    p = PutVarintAt(p, ev.buffers.size());
     for (const CapturedBuffer& buf : ev.buffers) {
       bool inline_bytes = buf.bytes.size() <= kInlineMax;
-      PutVarint(b, buf.arg);
-      PutVarint(b, buf.sub);
-      PutU8(b, static_cast<uint8_t>(buf.dir));
-      PutZigzag(b, static_cast<int64_t>(buf.addr - ArgBase(ev.args, buf.arg)));
-      PutVarint(b, buf.length);
-      PutU8(b, static_cast<uint8_t>((buf.truncated ? kBufTruncated : 0) |
-                                    (buf.not_captured ? kBufNotCaptured : 0) |
-                                    (inline_bytes ? kBufInline : 0)));
-      PutVarint(b, buf.bytes.size());
+      p = PutVarintAt(p, buf.arg);
+      p = PutVarintAt(p, buf.sub);
+      *p++ = static_cast<uint8_t>(buf.dir);
+      p = PutZigzagAt(p, static_cast<int64_t>(buf.addr - ArgBase(ev.args, buf.arg)));
+      p = PutVarintAt(p, buf.length);
+      *p++ = static_cast<uint8_t>((buf.truncated ? kBufTruncated : 0) |
+                                  (buf.not_captured ? kBufNotCaptured : 0) |
+                                  (inline_bytes ? kBufInline : 0));
+      p = PutVarintAt(p, buf.bytes.size());
       if (inline_bytes) {
-        PutRaw(b, buf.bytes.data(), buf.bytes.size());
+        if (!buf.bytes.empty()) std::memcpy(p, buf.bytes.data(), buf.bytes.size());
+        p += buf.bytes.size();
       } else {
         Hash128 h = HashBlob(buf.bytes.data(), buf.bytes.size());
-        PutHash(b, h);
+        for (uint64_t half : {h.lo, h.hi})
+          for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(half >> (8 * i));
         blobs(h, buf.bytes);
       }
     }
   }
   // Minor 2 appends the CPU, only when known; older readers ignore the byte.
-  if (ev.cpu >= 0) PutZigzag(b, ev.cpu);
-  PutRecord(*out, RecordKind::kSyscall, b);
+  if (ev.cpu >= 0) p = PutZigzagAt(p, ev.cpu);
+  size_t len = static_cast<size_t>(p - start);
+  PutVarint(*out, static_cast<uint8_t>(RecordKind::kSyscall));
+  PutVarint(*out, len);
+  out->insert(out->end(), start, p);
 }
 
 void EventEncoder::Process(const ProcessEvent& ev, Bytes* out) {

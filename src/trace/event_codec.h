@@ -37,9 +37,15 @@ struct ChunkCodecState {
   std::unordered_map<int32_t, ThreadContext> threads;
   std::unordered_map<int32_t, std::array<uint64_t, 6>> args;  // by syscall number
 
+  // The thread of the previous syscall record and its entry in `threads` (most records come
+  // from the thread of the one before: one hash lookup fewer each).
+  int32_t last_ctx_tid = 0;
+  ThreadContext* last_ctx = nullptr;
+
   void Reset() {
     prev_time = 0;
     prev_tid = 0;
+    last_ctx = nullptr;
     threads.clear();
     args.clear();
     std::fill(flat_args_.begin(), flat_args_.end(), std::array<uint64_t, 6>{});
@@ -72,6 +78,8 @@ class EventEncoder {
  private:
   ChunkCodecState state_;
   Bytes body_;
+  // Syscall bodies are written here through a pointer; it only ever grows.
+  std::vector<uint8_t> scratch_;
 };
 
 struct DecodeSinks {

@@ -192,25 +192,58 @@ void Writer::Tick() {
   if (opts_.encode_on_caller && !closed_) EncodeNow({});
 }
 
+bool Writer::AppendSyscalls(std::vector<SyscallEvent>* events) {
+  if (events->empty()) return true;
+  if (!opts_.encode_on_caller) {
+    std::vector<Item> items;
+    items.reserve(events->size());
+    for (SyscallEvent& ev : *events) items.emplace_back(std::move(ev));
+    events->clear();
+    return Enqueue(items);
+  }
+  if (closed_ || thread_failed_) {
+    std::lock_guard lk(mu_);
+    dropped_ += events->size();
+    events->clear();
+    return false;
+  }
+  for (size_t i = 0; i < events->size(); ++i) {
+    if (thread_failed_) {
+      stats_.dropped_events += events->size() - i;
+      break;
+    }
+    EncodeSyscall((*events)[i]);
+  }
+  events->clear();
+  FlushIfDue();
+  std::lock_guard lk(mu_);
+  published_ = stats_;
+  return !thread_failed_;
+}
+
+void Writer::EncodeSyscall(const SyscallEvent& ev) {
+  encoder_.Syscall(
+      ev, [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b); },
+      &events_raw_);
+  if (thread_failed_) {  // a blob chunk failed to write
+    ++stats_.dropped_events;
+    return;
+  }
+  if (ev.tid != last_tid_added_) {
+    pending_tids_.insert(ev.tid);
+    last_tid_added_ = ev.tid;
+  }
+  ++stats_.syscall_events;
+  ++pending_syscalls_;
+  stats_.bytes_captured += BufferBytes(ev);
+  IndexRecord(ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns));
+}
+
 void Writer::Encode(const Item& item) {
   uint64_t first, last;
   if (const auto* ev = std::get_if<SyscallEvent>(&item)) {
-    encoder_.Syscall(
-        *ev, [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b); },
-        &events_raw_);
-    if (thread_failed_) {  // a blob chunk failed to write
-      ++stats_.dropped_events;
-      return;
-    }
-    first = ev->entry_ns;
-    last = std::max(ev->entry_ns, ev->exit_ns);
-    if (ev->tid != last_tid_added_) {
-      pending_tids_.insert(ev->tid);
-      last_tid_added_ = ev->tid;
-    }
-    ++stats_.syscall_events;
-    ++pending_syscalls_;
-    stats_.bytes_captured += BufferBytes(*ev);
+    EncodeSyscall(*ev);
+    return;
   } else if (const auto* pe = std::get_if<ProcessEvent>(&item)) {
     encoder_.Process(*pe, &events_raw_);
     first = last = pe->time_ns;
@@ -223,6 +256,10 @@ void Writer::Encode(const Item& item) {
     first = last = loss.time_ns;
     stats_.lost_events += loss.count;
   }
+  IndexRecord(first, last);
+}
+
+void Writer::IndexRecord(uint64_t first, uint64_t last) {
   EventChunkIndex& idx = pending_index_;
   if (idx.records == 0) {
     idx.first_ns = first;

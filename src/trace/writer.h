@@ -84,6 +84,9 @@ class Writer {
   // the writer has failed or been closed (then none of them was taken).
   using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
   bool AppendBatch(std::vector<Item>* items);
+  // As AppendBatch, for calls alone: an encode_on_caller writer encodes them where they lie,
+  // without wrapping each in an Item (the eBPF recorder's two million events a second).
+  bool AppendSyscalls(std::vector<SyscallEvent>* events);
   // With encode_on_caller: writes what is due (a chunk older than flush_interval) when no
   // event comes to do it. Otherwise nothing.
   void Tick();
@@ -110,6 +113,8 @@ class Writer {
   bool BatchReady() const;              // with mu_ held
   void Run();
   void Encode(const Item& item);
+  void EncodeSyscall(const SyscallEvent& ev);
+  void IndexRecord(uint64_t first, uint64_t last);
   bool EncodeNow(std::span<const Item> items);  // encode_on_caller: in the caller's thread
   void FlushIfDue();
   void StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes);

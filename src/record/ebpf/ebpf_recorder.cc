@@ -169,6 +169,16 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       WireCall w;
       std::memcpy(&w, data, sizeof w);
       Pending& p = PendingOf(static_cast<int32_t>(w.tid));
+      if (!p.open && p.ev.buffers.empty() && !IsExec(static_cast<int64_t>(w.nr))) {
+        // Nearly every call: no buffer waits for it, so it is built where it will be handed
+        // over instead of in the thread's slot and moved.
+        SyscallEvent& ev = out->syscalls.emplace_back();
+        CallFromWire(w, &ev);
+        ev.exit_ns = w.exit_ns;
+        ev.ret = w.ret;
+        ev.flags = w.flags;
+        return true;
+      }
       if (p.open) {
         ++orphans_;  // an earlier call's return record was lost
         p.open = false;
@@ -497,11 +507,18 @@ void EbpfRecorder::Deliver() {
         ++result_.processes, ++result_.threads;
     }
   }
-  // Process events first within a group would reorder them against calls; merge by time.
-  size_t i = 0, j = 0;
   auto& sc = out_.syscalls;
   auto& pr = out_.processes;
   size_t calls = sc.size();
+  if (pr.empty()) {
+    if (writer_->AppendSyscalls(&sc))
+      result_.syscalls += calls;
+    else if (calls > 0)
+      write_failed_ = true;
+    return;
+  }
+  // Process events first within a group would reorder them against calls; merge by time.
+  size_t i = 0, j = 0;
   while (i < sc.size() || j < pr.size()) {
     bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
     if (take_proc)

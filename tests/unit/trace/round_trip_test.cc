@@ -86,6 +86,43 @@ TEST(RoundTripTest, ManyEventsWithBuffersAndProcessEvents) {
   EXPECT_EQ(again, want);
 }
 
+// The eBPF recorder's path: calls handed over in groups and encoded on the caller's thread.
+// Every group mixes threads, and comms change under one tid, so the encoder's cached thread
+// context must follow; small chunks reset it often.
+TEST(RoundTripTest, AppendSyscallsOnTheCallerGivesTheSameTrace) {
+  ScratchDir dir;
+  Stream s = MakeStream(20000, 7);
+  for (size_t i = 0; i < s.syscalls.size(); i += 97) s.syscalls[i].comm = Comm("renamed");
+  for (bool on_caller : {true, false}) {
+    std::string path = dir.File(on_caller ? "caller.fay" : "thread.fay");
+    WriterOptions o = SmallChunks();
+    o.encode_on_caller = on_caller;
+    auto w = Writer::Create(path, SampleInfo(), o);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    std::vector<SyscallEvent> group;
+    for (size_t i = 0; i < s.syscalls.size(); ++i) {
+      group.push_back(s.syscalls[i]);
+      if (group.size() == 256 || i + 1 == s.syscalls.size()) {
+        ASSERT_TRUE((*w)->AppendSyscalls(&group));
+        EXPECT_TRUE(group.empty());
+      }
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+    std::vector<SyscallEvent> late{s.syscalls[0]};
+    EXPECT_FALSE((*w)->AppendSyscalls(&late));  // refused after Close
+    auto r = Reader::Open(path);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_GT(r->stats().event_chunks, 20u);
+    Status st;
+    std::vector<std::string> got = ReadAll(*r, &st);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(got.size(), s.syscalls.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], "S " + Describe(s.syscalls[i]))
+          << "event " << i << " on_caller " << on_caller;
+  }
+}
+
 TEST(RoundTripTest, EdgeValuesSurvive) {
   ScratchDir dir;
   std::string path = dir.File("edge.fay");
