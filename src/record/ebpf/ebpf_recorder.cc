@@ -111,6 +111,19 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
   std::memcpy(&type, data, 4);
   const auto* bytes = static_cast<const uint8_t*>(data);
   switch (type) {
+    case kRecBatch: {
+      WireBatch b;
+      if (size < sizeof b) return false;
+      std::memcpy(&b, data, sizeof b);
+      if (b.count > kStageMax || sizeof b + b.count * sizeof(WireCall) > size) return false;
+      for (uint32_t i = 0; i < b.count; ++i) {
+        const uint8_t* call = bytes + sizeof b + i * sizeof(WireCall);
+        uint32_t t;
+        std::memcpy(&t, call, sizeof t);
+        if (t != kRecCall || !Feed(call, sizeof(WireCall), out)) return false;
+      }
+      return true;
+    }
     case kRecEnter: {
       if (size < sizeof(WireEnter)) return false;
       WireEnter w;
@@ -339,6 +352,7 @@ class EbpfRecorder {
   void Govern();
   void OnRecord(const void* data, size_t size);
   void Deliver();
+  void DrainStaged();
 
   const RecordOptions& opt_;
   RecordResult result_;
@@ -458,7 +472,7 @@ Status EbpfRecorder::Load() {
     if (!exit.ok()) return exit.status();
     progs_.push_back(std::move(enter).value());
     progs_.push_back(std::move(exit).value());
-    for (const bpf::ProgramSpec* spec : {&set.fork, &set.exec, &set.exit}) {
+    for (const bpf::ProgramSpec* spec : {&set.fork, &set.exec, &set.exit, &set.sched_switch}) {
       FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*spec, fds));
       progs_.push_back(std::move(p));
     }
@@ -481,6 +495,9 @@ Status EbpfRecorder::Attach() {
   links_.push_back(std::move(exec));
   FAY_ASSIGN_OR_RETURN(bpf::Link exit, bpf::AttachRawTracepoint(progs_[4], "sched_process_exit"));
   links_.push_back(std::move(exit));
+  // Before the syscall probes stage anything: a thread's staged calls leave with it.
+  FAY_ASSIGN_OR_RETURN(bpf::Link sw, bpf::AttachRawTracepoint(progs_[5], "sched_switch"));
+  links_.push_back(std::move(sw));
   auto syscall_probe = [](const bpf::Program& p, const char* tp) {
     return p.type() == BPF_PROG_TYPE_TRACING ? bpf::AttachTypedTracepoint(p)
                                              : bpf::AttachRawTracepoint(p, tp);
@@ -496,6 +513,27 @@ void EbpfRecorder::OnRecord(const void* data, size_t size) {
   assembler_.Feed(data, size, &out_);
   // Hand events over in small groups, so the writer's queue sees them in order and soon.
   if (out_.syscalls.size() + out_.processes.size() >= 256) Deliver();
+}
+
+// Calls the exit probe staged (see WireBatch) and nothing wrote out before the detach: the last
+// calls of threads still running, read from each CPU's scratch after the ring is drained.
+void EbpfRecorder::DrainStaged() {
+  uint32_t zero = 0;
+  auto per_cpu = maps_[kMapScratch]->LookupPerCpu(&zero);
+  if (!per_cpu.ok()) return;
+  for (const std::vector<uint8_t>& v : *per_cpu) {
+    if (v.size() < static_cast<size_t>(kScratchSize)) continue;
+    uint32_t count;
+    std::memcpy(&count, v.data() + kStagedCountOffset, sizeof count);
+    if (count == 0 || count > kStageMax) continue;
+    std::vector<uint8_t> rec(
+        v.begin() + kStageOffset,
+        v.begin() + kStageOffset + sizeof(WireBatch) + count * sizeof(WireCall));
+    WireBatch b{kRecBatch, count};
+    std::memcpy(rec.data(), &b, sizeof b);
+    OnRecord(rec.data(), rec.size());
+  }
+  Deliver();
 }
 
 void EbpfRecorder::Deliver() {
@@ -675,10 +713,13 @@ Expected<RecordResult> EbpfRecorder::Run() {
     while (exited && !g_stop_signal && !maps_[kMapTraced]->Keys().empty()) usleep(2000);
   }
   result_.detached = !exited;
-  links_.clear();  // detach every probe
+  // Detach every probe, the syscall probes first: until they are gone, a thread that moves
+  // to another CPU must still find its staged calls written out by sched_switch.
+  while (!links_.empty()) links_.pop_back();
   consumer_stop_.store(true, std::memory_order_release);
   ring_->Wake();
   consumer.join();
+  DrainStaged();
   if (governor.joinable()) {
     governor_stop_.store(true, std::memory_order_release);
     governor.join();

@@ -18,7 +18,7 @@ using namespace bpf;  // registers
 
 // Stack slots.
 constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48,
-                  kFpCtx = -56, kFpTask = -64;
+                  kFpCtx = -56, kFpTask = -64, kFpStaged = -72;
 
 // Scratch value layout.
 constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
@@ -37,6 +37,10 @@ constexpr int16_t kVLimit = 384, kVLeft = 392, kVIov = 408;
 constexpr int16_t kVPhase = 400, kVRetryOnly = 424;
 // The sub number an iovec array takes (its elements follow), and a struct msghdr's copy.
 constexpr int16_t kVSubBase = 432, kVMsg = 448;
+// Calls staged on this CPU (see WireBatch), and whether the exit probe's call is staged.
+constexpr int16_t kVStaged = kStagedCountOffset, kVStageIt = 508;
+constexpr int16_t kStage = kStageOffset;
+static_assert(kStage + sizeof(WireBatch) + kStageMax * sizeof(WireCall) <= kScratchSize);
 constexpr int16_t kScrFrag = 512;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
@@ -97,6 +101,41 @@ struct Gen {
     e.JmpIfImm(BPF_JEQ, R0, 0, done);
     e.MovImm(R1, 1);
     e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
+    e.Bind(done);
+  }
+  // Adds the u32 at fp + fp_n to per-CPU counter `slot`; fp-8 must hold 0. Clobbers R0-R5.
+  void CountN(int slot, int16_t fp_n) {
+    Label done = e.NewLabel();
+    Lookup(kMapStats, kFpZero);
+    e.JmpIfImm(BPF_JEQ, R0, 0, done);
+    e.Load(4, R1, R10, fp_n);
+    e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
+    e.Bind(done);
+  }
+  // Writes the calls staged on this CPU into the ring as one kRecBatch record; R9 = scratch,
+  // fp-8 = 0. `flags_in_r8`: the wakeup flags are in R8, else none. Clobbers R0-R5.
+  void FlushStaged(bool flags_in_r8 = false) {
+    Label done = e.NewLabel();
+    e.Load(4, R3, R9, kVStaged);
+    e.JmpIfImm(BPF_JEQ, R3, 0, done);
+    e.StoreImm(4, R9, kVStaged, 0);
+    e.JmpIfImm(BPF_JGT, R3, kStageMax, done);  // never: bounds the size for the verifier
+    e.StoreImm(8, R10, kFpStaged, 0);
+    e.Store(4, R10, kFpStaged, R3);
+    e.StoreImm(4, R9, kStage + 0, kRecBatch);
+    e.Store(4, R9, kStage + 4, R3);
+    e.AluImm(BPF_MUL, R3, sizeof(WireCall));
+    e.AluImm(BPF_ADD, R3, sizeof(WireBatch));
+    e.LdMap(R1, kMapRing);
+    e.Mov(R2, R9);
+    e.AluImm(BPF_ADD, R2, kStage);
+    if (flags_in_r8)
+      e.Mov(R4, R8);
+    else
+      e.MovImm(R4, BPF_RB_NO_WAKEUP);
+    e.Call(BPF_FUNC_ringbuf_output);
+    e.JmpIfImm(BPF_JSGE, R0, 0, done);
+    CountN(kStatLostRecords, kFpStaged);
     e.Bind(done);
   }
   // Counts a failed ring-buffer output (R0 < 0).
@@ -950,9 +989,12 @@ void GenIdentity(Gen& g, RecType type, uint32_t flags) {
 
 // The rest of the WireCall at R6 (identity written): times (scratch kVEntryNs, kVExitNs),
 // number (fp-24), arguments (kScrEntry), return value (kVRet), comm from R7; then submits it
-// with the wakeup flags in R8. `in_scratch`: R6 is scratch + kScrFrag, and the record is copied
-// into the ring with one helper call instead of being reserved and submitted with two.
-void GenCallBody(Gen& g, bool in_scratch = false) {
+// with the wakeup flags in R8. kFromScratch: R6 is scratch + kScrFrag, and the record is copied
+// into the ring with one helper call instead of being reserved and submitted with two;
+// kStageOnly: R6 is a staging place (see WireBatch), and nothing is written to the ring.
+enum class CallOut { kSubmit, kFromScratch, kStageOnly };
+
+void GenCallBody(Gen& g, CallOut how = CallOut::kSubmit) {
   Emitter& e = g.e;
   e.Load(8, R1, R9, kVEntryNs);
   e.Store(8, R6, 24, R1);
@@ -970,7 +1012,8 @@ void GenCallBody(Gen& g, bool in_scratch = false) {
   e.Store(8, R6, 104, R1);
   e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
   e.Store(8, R6, 112, R1);
-  if (in_scratch) {
+  if (how == CallOut::kStageOnly) return;
+  if (how == CallOut::kFromScratch) {
     e.MovImm(R3, sizeof(WireCall));
     g.OutputR3(kScrFrag, true);
     g.CountIfFailed(kStatLostRecords);
@@ -1007,12 +1050,14 @@ void GenSysEnter(Gen& g) {
   e.Store(8, R6, 8, R0);
   e.Load(1, R1, R8, 1);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  g.FlushStaged();  // before the fragments
   g.CopyRegs();
   g.ArgsToEntry();
   e.Jmp(buffers);
 
   e.Bind(two);
   e.Comment("an enter record, written in place");
+  g.FlushStaged();
   g.CopyRegs();
   g.ArgsToEntry();
   g.Reserve(sizeof(WireEnter), kStatLostRecords, g.exit_label);
@@ -1081,6 +1126,28 @@ void GenSysExit(Gen& g) {
   e.Store(8, R9, kScrEntry + 0, R0);
   g.ArgsToEntry();
   {
+    e.Comment("a call without buffers is staged (see WireBatch); anything else flushes first");
+    Label flush = e.NewLabel(), decided = e.NewLabel();
+    e.StoreImm(4, R9, kVStageIt, 0);
+    e.Load(8, R1, R9, kVSlot);
+    e.JmpIfImm(BPF_JEQ, R1, 0, flush);
+    e.Load(4, R1, R9, kVRetryMask);
+    e.JmpIfImm(BPF_JNE, R1, 0, flush);
+    e.Load(1, R1, R8, 1);
+    e.JmpIfImm(BPF_JNE, R1, 0, flush);
+    Label no_exit_buffers = e.NewLabel();
+    e.Load(8, R1, R9, kVRet);
+    e.JmpIfImm(BPF_JSLT, R1, 0, no_exit_buffers);
+    e.Load(4, R1, R8, 4);
+    e.JmpIfImm(BPF_JNE, R1, 0, flush);
+    e.Bind(no_exit_buffers);
+    e.StoreImm(4, R9, kVStageIt, 1);
+    e.Jmp(decided);
+    e.Bind(flush);
+    g.FlushStaged();
+    e.Bind(decided);
+  }
+  {
     Label no_retry = e.NewLabel();
     e.Load(4, R1, R9, kVRetryMask);
     e.JmpIfImm(BPF_JEQ, R1, 0, no_retry);
@@ -1118,6 +1185,28 @@ void GenSysExit(Gen& g) {
   e.MovImm(R8, BPF_RB_FORCE_WAKEUP);
   e.Bind(quiet);
   {
+    Label not_staged = e.NewLabel();
+    e.Load(4, R1, R9, kVStageIt);
+    e.JmpIfImm(BPF_JEQ, R1, 0, not_staged);
+    e.Comment("staged: built in the CPU's staging area, written when it fills");
+    e.Load(4, R1, R9, kVStaged);
+    e.AluImm(BPF_AND, R1, kStageMax - 1);
+    e.AluImm(BPF_MUL, R1, sizeof(WireCall));
+    e.Mov(R6, R9);
+    e.AluImm(BPF_ADD, R6, kStage + sizeof(WireBatch));
+    e.Alu(BPF_ADD, R6, R1);
+    e.Load(8, R7, R10, kFpTask);
+    GenIdentity(g, kRecCall, 0);
+    GenCallBody(g, CallOut::kStageOnly);
+    e.Load(4, R1, R9, kVStaged);
+    e.AluImm(BPF_ADD, R1, 1);
+    e.Store(4, R9, kVStaged, R1);
+    e.JmpIfImm(BPF_JLT, R1, kStageMax, g.exit_label);
+    g.FlushStaged(true);
+    e.Jmp(g.exit_label);
+    e.Bind(not_staged);
+  }
+  {
     Label ret_only = e.NewLabel();
     e.Load(8, R1, R9, kVSlot);
     e.JmpIfImm(BPF_JEQ, R1, 0, ret_only);
@@ -1126,7 +1215,7 @@ void GenSysExit(Gen& g) {
     e.AluImm(BPF_ADD, R6, kScrFrag);
     e.Load(8, R7, R10, kFpTask);
     GenIdentity(g, kRecCall, 0);
-    GenCallBody(g, true);
+    GenCallBody(g, CallOut::kFromScratch);
     e.Jmp(g.exit_label);
     e.Bind(ret_only);
   }
@@ -1182,6 +1271,7 @@ void GenFork(Gen& g) {
   e.Jmp(g.exit_label);
   e.Bind(go);
   g.Scratch(g.exit_label);
+  g.FlushStaged();  // the thread's calls come before its process event
   GenProcHeader(g, kRecFork);
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 12, R1);
@@ -1239,6 +1329,7 @@ void GenExec(Gen& g) {
   GenChangeState(g, BPF_OR, kActive);
   e.Bind(go);
   g.Scratch(g.exit_label);
+  g.FlushStaged();  // the thread's calls come before its process event
   GenProcHeader(g, kRecExec);
   e.Comment("raw sched_process_exec(task, old_pid, bprm)");
   e.Load(8, R1, R6, 8);
@@ -1268,6 +1359,7 @@ void GenExit(Gen& g) {
   GenLoadState(g);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.Scratch(g.exit_label);
+  g.FlushStaged();  // the thread's calls come before its process event
   e.Call(BPF_FUNC_get_current_task_btf);
   e.Mov(R7, R0);
   {
@@ -1329,6 +1421,13 @@ void GenExit(Gen& g) {
   e.Bind(keep);
 }
 
+// raw sched_switch: the task leaving this CPU takes nothing staged with it (see WireBatch).
+void GenSwitch(Gen& g) {
+  g.ZeroKey();
+  g.Scratch(g.exit_label);
+  g.FlushStaged();
+}
+
 }  // namespace
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
@@ -1349,6 +1448,7 @@ Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
       {GenFork, &set.fork, "fay_rec_fork", 0},
       {GenExec, &set.exec, "fay_rec_exec", 0},
       {GenExit, &set.exit, "fay_rec_pexit", 0},
+      {GenSwitch, &set.sched_switch, "fay_rec_switch", 0},
   };
   for (const Role& r : roles) {
     Gen g(o);

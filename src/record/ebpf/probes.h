@@ -51,7 +51,8 @@ enum RecType : uint32_t {
   kRecExec = 4,
   kRecProcExit = 5,
   kRecReturn = 6,
-  kRecCall = 7,  // a whole call in one record (see CallSlot)
+  kRecCall = 7,   // a whole call in one record (see CallSlot)
+  kRecBatch = 8,  // WireBatch: whole calls staged on one CPU (see kStageOffset)
 };
 
 // Most calls are written as one record, at exit: the enter probe claims the thread's slot
@@ -80,6 +81,20 @@ struct WireCall {
   char comm[16];
 };
 static_assert(sizeof(WireCall) == 120);
+
+// Calls without buffers (getppid, close, lseek...) are not written to the ring one by one: the
+// exit probe stages up to kStageMax of them in its CPU's scratch and writes them as one record.
+// A ring write is the costliest step of a small call, and most of its cost is per write.
+// Staged calls are written before anything else the CPU writes, and when the CPU switches
+// tasks (so a thread's records stay in order when it moves), so they only ever wait behind
+// the running thread's own calls. What is staged when the probes are detached is read from
+// the scratch by user space.
+struct WireBatch {
+  uint32_t type;   // kRecBatch
+  uint32_t count;  // WireCalls following
+};
+static_assert(sizeof(WireBatch) == 8);
+inline constexpr uint32_t kStageMax = 16;
 
 struct WireEnter {
   uint32_t type;
@@ -162,9 +177,14 @@ struct ProbeOptions {
 struct ProbeSet {
   bpf::ProgramSpec sys_enter, sys_exit;  // raw tracepoints
   bpf::ProgramSpec fork, exec, exit;     // raw tracepoints sched_process_fork / exec / exit
+  bpf::ProgramSpec sched_switch;         // raw tracepoint: writes the staged calls out
 };
 
-inline constexpr int kScratchSize = 4672;
+// Where the scratch value keeps the staged calls: their count (u32), then a WireBatch and
+// kStageMax WireCalls.
+inline constexpr int kStagedCountOffset = 504;
+inline constexpr int kStageOffset = 4672;
+inline constexpr int kScratchSize = kStageOffset + 8 + kStageMax * 120;
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& options);
 

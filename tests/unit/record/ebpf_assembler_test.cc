@@ -75,6 +75,50 @@ TEST(EbpfAssembler, OneRecordCallTakesTheBuffersSentAheadOfIt) {
   EXPECT_FALSE(ev.buffers[0].not_captured);
 }
 
+std::vector<uint8_t> Batch(const std::vector<WireCall>& calls, uint32_t count) {
+  WireBatch b{kRecBatch, count};
+  std::vector<uint8_t> out(sizeof b + calls.size() * sizeof(WireCall));
+  std::memcpy(out.data(), &b, sizeof b);
+  for (size_t i = 0; i < calls.size(); ++i)
+    std::memcpy(out.data() + sizeof b + i * sizeof(WireCall), &calls[i], sizeof(WireCall));
+  return out;
+}
+
+TEST(EbpfAssembler, ABatchIsItsCallsInOrder) {
+  Feeder f;
+  WireCall a = Call(7, sysno::getppid, 1), b = Call(8, sysno::close, -9),
+           c = Call(7, sysno::getpid, 7);
+  b.entry_ns = 3000;
+  f(Batch({a, b, c}, 3));
+  ASSERT_EQ(f.out.syscalls.size(), 3u);
+  EXPECT_EQ(f.out.syscalls[0].nr, sysno::getppid);
+  EXPECT_EQ(f.out.syscalls[1].tid, 8);
+  EXPECT_EQ(f.out.syscalls[1].ret, -9);
+  EXPECT_EQ(f.out.syscalls[1].entry_ns, 3000u);
+  EXPECT_EQ(f.out.syscalls[2].nr, sysno::getpid);
+  // A batch behind a buffer still waiting for its call: the buffer goes to the call of its
+  // thread, as with single records.
+  f(Frag(9, 1, BufferDir::kIn, 2, 0, "hi"));
+  f(Batch({Call(9, sysno::write, 2)}, 1));
+  ASSERT_EQ(f.out.syscalls.size(), 4u);
+  ASSERT_EQ(f.out.syscalls[3].buffers.size(), 1u);
+  EXPECT_EQ(f.a.orphans(), 0u);
+}
+
+TEST(EbpfAssembler, AMalformedBatchIsRefused) {
+  Assembler a;
+  Assembler::Out out;
+  std::vector<uint8_t> too_many = Batch({Call(7, sysno::getppid, 1)}, kStageMax + 1);
+  EXPECT_FALSE(a.Feed(too_many.data(), too_many.size(), &out));
+  std::vector<uint8_t> short_one = Batch({Call(7, sysno::getppid, 1)}, 2);
+  EXPECT_FALSE(a.Feed(short_one.data(), short_one.size(), &out));
+  WireCall not_a_call = Call(7, sysno::getppid, 1);
+  not_a_call.type = kRecEnter;
+  std::vector<uint8_t> wrong = Batch({not_a_call}, 1);
+  EXPECT_FALSE(a.Feed(wrong.data(), wrong.size(), &out));
+  EXPECT_TRUE(out.syscalls.empty());
+}
+
 TEST(EbpfAssembler, FragmentsOfOneBufferJoinAndAShortOneIsTruncated) {
   Feeder f;
   f(Frag(7, 1, BufferDir::kOut, 10, 0, "abcd"));
