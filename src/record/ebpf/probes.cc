@@ -18,7 +18,7 @@ using namespace bpf;  // registers
 
 // Stack slots.
 constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48,
-                  kFpCtx = -56, kFpTask = -64, kFpStaged = -72;
+                  kFpCtx = -56, kFpTask = -64, kFpStaged = -72, kFpOutLen = -80;
 
 // Scratch value layout.
 constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
@@ -38,7 +38,7 @@ constexpr int16_t kVPhase = 400, kVRetryOnly = 424;
 // The sub number an iovec array takes (its elements follow), and a struct msghdr's copy.
 constexpr int16_t kVSubBase = 432, kVMsg = 448;
 // Calls staged on this CPU (see WireBatch), and whether the exit probe's call is staged.
-constexpr int16_t kVStaged = kStagedCountOffset, kVStageIt = 508;
+constexpr int16_t kVStaged = kStagedCountOffset;
 constexpr int16_t kStage = kStageOffset;
 static_assert(kStage + sizeof(WireBatch) + kStageMax * sizeof(WireCall) <= kScratchSize);
 constexpr int16_t kScrFrag = 512;  // WireFragHeader + data; also WireProc
@@ -149,6 +149,9 @@ struct Gen {
   // polls, and return records wake it when the ring fills (see GenSysExit). `flags_in_r8`:
   // the wakeup flags are in R8 instead.
   void OutputR3(int16_t off, bool flags_in_r8 = false) {
+    e.Store(8, R10, kFpOutLen, R3);
+    FlushStaged();  // what this CPU staged goes first
+    e.Load(8, R3, R10, kFpOutLen);
     e.LdMap(R1, kMapRing);
     e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, off);
@@ -165,6 +168,7 @@ struct Gen {
   // R0 = ringbuf_reserve(size); jumps to `fail` (after counting the loss) when full.
   void Reserve(int32_t size, int stat, Label fail) {
     Label ok = e.NewLabel();
+    FlushStaged();  // what this CPU staged goes first
     e.LdMap(R1, kMapRing);
     e.MovImm(R2, size);
     e.MovImm(R3, 0);
@@ -989,10 +993,9 @@ void GenIdentity(Gen& g, RecType type, uint32_t flags) {
 
 // The rest of the WireCall at R6 (identity written): times (scratch kVEntryNs, kVExitNs),
 // number (fp-24), arguments (kScrEntry), return value (kVRet), comm from R7; then submits it
-// with the wakeup flags in R8. kFromScratch: R6 is scratch + kScrFrag, and the record is copied
-// into the ring with one helper call instead of being reserved and submitted with two;
-// kStageOnly: R6 is a staging place (see WireBatch), and nothing is written to the ring.
-enum class CallOut { kSubmit, kFromScratch, kStageOnly };
+// with the wakeup flags in R8. kStageOnly: R6 is a staging place (see WireBatch), and nothing is
+// written to the ring.
+enum class CallOut { kSubmit, kStageOnly };
 
 void GenCallBody(Gen& g, CallOut how = CallOut::kSubmit) {
   Emitter& e = g.e;
@@ -1013,12 +1016,6 @@ void GenCallBody(Gen& g, CallOut how = CallOut::kSubmit) {
   e.Load(8, R1, R7, static_cast<int16_t>(g.o.task_comm + 8));
   e.Store(8, R6, 112, R1);
   if (how == CallOut::kStageOnly) return;
-  if (how == CallOut::kFromScratch) {
-    e.MovImm(R3, sizeof(WireCall));
-    g.OutputR3(kScrFrag, true);
-    g.CountIfFailed(kStatLostRecords);
-    return;
-  }
   e.Mov(R1, R6);
   e.Mov(R2, R8);
   e.Call(BPF_FUNC_ringbuf_submit);
@@ -1050,14 +1047,12 @@ void GenSysEnter(Gen& g) {
   e.Store(8, R6, 8, R0);
   e.Load(1, R1, R8, 1);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
-  g.FlushStaged();  // before the fragments
   g.CopyRegs();
   g.ArgsToEntry();
   e.Jmp(buffers);
 
   e.Bind(two);
   e.Comment("an enter record, written in place");
-  g.FlushStaged();
   g.CopyRegs();
   g.ArgsToEntry();
   g.Reserve(sizeof(WireEnter), kStatLostRecords, g.exit_label);
@@ -1126,28 +1121,6 @@ void GenSysExit(Gen& g) {
   e.Store(8, R9, kScrEntry + 0, R0);
   g.ArgsToEntry();
   {
-    e.Comment("a call without buffers is staged (see WireBatch); anything else flushes first");
-    Label flush = e.NewLabel(), decided = e.NewLabel();
-    e.StoreImm(4, R9, kVStageIt, 0);
-    e.Load(8, R1, R9, kVSlot);
-    e.JmpIfImm(BPF_JEQ, R1, 0, flush);
-    e.Load(4, R1, R9, kVRetryMask);
-    e.JmpIfImm(BPF_JNE, R1, 0, flush);
-    e.Load(1, R1, R8, 1);
-    e.JmpIfImm(BPF_JNE, R1, 0, flush);
-    Label no_exit_buffers = e.NewLabel();
-    e.Load(8, R1, R9, kVRet);
-    e.JmpIfImm(BPF_JSLT, R1, 0, no_exit_buffers);
-    e.Load(4, R1, R8, 4);
-    e.JmpIfImm(BPF_JNE, R1, 0, flush);
-    e.Bind(no_exit_buffers);
-    e.StoreImm(4, R9, kVStageIt, 1);
-    e.Jmp(decided);
-    e.Bind(flush);
-    g.FlushStaged();
-    e.Bind(decided);
-  }
-  {
     Label no_retry = e.NewLabel();
     e.Load(4, R1, R9, kVRetryMask);
     e.JmpIfImm(BPF_JEQ, R1, 0, no_retry);
@@ -1186,9 +1159,9 @@ void GenSysExit(Gen& g) {
   e.Bind(quiet);
   {
     Label not_staged = e.NewLabel();
-    e.Load(4, R1, R9, kVStageIt);
+    e.Load(8, R1, R9, kVSlot);
     e.JmpIfImm(BPF_JEQ, R1, 0, not_staged);
-    e.Comment("staged: built in the CPU's staging area, written when it fills");
+    e.Comment("the whole call, staged in the CPU's staging area, written when it fills");
     e.Load(4, R1, R9, kVStaged);
     e.AluImm(BPF_AND, R1, kStageMax - 1);
     e.AluImm(BPF_MUL, R1, sizeof(WireCall));
@@ -1205,19 +1178,6 @@ void GenSysExit(Gen& g) {
     g.FlushStaged(true);
     e.Jmp(g.exit_label);
     e.Bind(not_staged);
-  }
-  {
-    Label ret_only = e.NewLabel();
-    e.Load(8, R1, R9, kVSlot);
-    e.JmpIfImm(BPF_JEQ, R1, 0, ret_only);
-    e.Comment("the whole call in one record, built in the scratch");
-    e.Mov(R6, R9);
-    e.AluImm(BPF_ADD, R6, kScrFrag);
-    e.Load(8, R7, R10, kFpTask);
-    GenIdentity(g, kRecCall, 0);
-    GenCallBody(g, CallOut::kFromScratch);
-    e.Jmp(g.exit_label);
-    e.Bind(ret_only);
   }
   g.Reserve(sizeof(WireReturn), kStatLostRecords, g.exit_label);
   e.StoreImm(4, R0, 0, kRecReturn);
@@ -1271,7 +1231,6 @@ void GenFork(Gen& g) {
   e.Jmp(g.exit_label);
   e.Bind(go);
   g.Scratch(g.exit_label);
-  g.FlushStaged();  // the thread's calls come before its process event
   GenProcHeader(g, kRecFork);
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 12, R1);
@@ -1329,7 +1288,6 @@ void GenExec(Gen& g) {
   GenChangeState(g, BPF_OR, kActive);
   e.Bind(go);
   g.Scratch(g.exit_label);
-  g.FlushStaged();  // the thread's calls come before its process event
   GenProcHeader(g, kRecExec);
   e.Comment("raw sched_process_exec(task, old_pid, bprm)");
   e.Load(8, R1, R6, 8);
@@ -1359,7 +1317,6 @@ void GenExit(Gen& g) {
   GenLoadState(g);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.Scratch(g.exit_label);
-  g.FlushStaged();  // the thread's calls come before its process event
   e.Call(BPF_FUNC_get_current_task_btf);
   e.Mov(R7, R0);
   {

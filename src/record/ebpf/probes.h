@@ -82,13 +82,12 @@ struct WireCall {
 };
 static_assert(sizeof(WireCall) == 120);
 
-// Calls without buffers (getppid, close, lseek...) are not written to the ring one by one: the
-// exit probe stages up to kStageMax of them in its CPU's scratch and writes them as one record.
-// A ring write is the costliest step of a small call, and most of its cost is per write.
-// Staged calls are written before anything else the CPU writes, and when the CPU switches
-// tasks (so a thread's records stay in order when it moves), so they only ever wait behind
-// the running thread's own calls. What is staged when the probes are detached is read from
-// the scratch by user space.
+// Whole-call records are not written to the ring one by one: the exit probe stages up to
+// kStageMax of them in its CPU's scratch and writes them as one record. A ring write is the
+// costliest step of a small call, and most of its cost is per write. Staged calls are written
+// before anything else the CPU writes (a call's fragments, written directly, still come before
+// it), and when the CPU switches tasks (so a thread's records stay in order when it moves).
+// What is staged when the probes are detached is read from the scratch by user space.
 struct WireBatch {
   uint32_t type;   // kRecBatch
   uint32_t count;  // WireCalls following
