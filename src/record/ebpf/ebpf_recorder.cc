@@ -115,12 +115,25 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       WireBatch b;
       if (size < sizeof b) return false;
       std::memcpy(&b, data, sizeof b);
-      if (b.count > kStageMax || sizeof b + b.count * sizeof(WireCall) > size) return false;
-      for (uint32_t i = 0; i < b.count; ++i) {
-        const uint8_t* call = bytes + sizeof b + i * sizeof(WireCall);
+      if (b.bytes > kStageBytes || sizeof b + b.bytes > size) return false;
+      // Whole calls and short fragments, each padded to 8 bytes, as the probes staged them.
+      size_t at = sizeof b, end = sizeof b + b.bytes;
+      while (at < end) {
         uint32_t t;
-        std::memcpy(&t, call, sizeof t);
-        if (t != kRecCall || !Feed(call, sizeof(WireCall), out)) return false;
+        if (end - at < sizeof t) return false;
+        std::memcpy(&t, bytes + at, sizeof t);
+        size_t n;
+        if (t == kRecCall) {
+          n = sizeof(WireCall);
+        } else if (t == kRecFrag && end - at >= sizeof(WireFragHeader)) {
+          WireFragHeader h;
+          std::memcpy(&h, bytes + at, sizeof h);
+          n = sizeof h + h.len;
+        } else {
+          return false;
+        }
+        if (n > end - at || !Feed(bytes + at, n, out)) return false;
+        at += (n + 7) & ~size_t{7};
       }
       return true;
     }
@@ -523,13 +536,12 @@ void EbpfRecorder::DrainStaged() {
   if (!per_cpu.ok()) return;
   for (const std::vector<uint8_t>& v : *per_cpu) {
     if (v.size() < static_cast<size_t>(kScratchSize)) continue;
-    uint32_t count;
-    std::memcpy(&count, v.data() + kStagedCountOffset, sizeof count);
-    if (count == 0 || count > kStageMax) continue;
-    std::vector<uint8_t> rec(
-        v.begin() + kStageOffset,
-        v.begin() + kStageOffset + sizeof(WireBatch) + count * sizeof(WireCall));
-    WireBatch b{kRecBatch, count};
+    uint32_t bytes;
+    std::memcpy(&bytes, v.data() + kStagedBytesOffset, sizeof bytes);
+    if (bytes == 0 || bytes > kStageBytes) continue;
+    std::vector<uint8_t> rec(v.begin() + kStageOffset,
+                             v.begin() + kStageOffset + sizeof(WireBatch) + bytes);
+    WireBatch b{kRecBatch, bytes};
     std::memcpy(rec.data(), &b, sizeof b);
     OnRecord(rec.data(), rec.size());
   }

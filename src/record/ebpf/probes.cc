@@ -18,7 +18,8 @@ using namespace bpf;  // registers
 
 // Stack slots.
 constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal = -48,
-                  kFpCtx = -56, kFpTask = -64, kFpStaged = -72, kFpOutLen = -80;
+                  kFpCtx = -56, kFpTask = -64, kFpStaged = -72, kFpOutLen = -80,
+                  kFpStagedFrags = -88;
 
 // Scratch value layout.
 constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
@@ -38,9 +39,12 @@ constexpr int16_t kVPhase = 400, kVRetryOnly = 424;
 // The sub number an iovec array takes (its elements follow), and a struct msghdr's copy.
 constexpr int16_t kVSubBase = 432, kVMsg = 448;
 // Calls staged on this CPU (see WireBatch), and whether the exit probe's call is staged.
-constexpr int16_t kVStaged = kStagedCountOffset;
+constexpr int16_t kVStaged = kStagedBytesOffset, kVStagedCalls = kStagedCallsOffset,
+                  kVStagedFrags = kStagedFragsOffset;
 constexpr int16_t kStage = kStageOffset;
-static_assert(kStage + sizeof(WireBatch) + kStageMax * sizeof(WireCall) <= kScratchSize);
+static_assert(kStage + sizeof(WireBatch) + kStageBytes <= kScratchSize);
+// Room a staged short fragment may take (header, data, padding).
+constexpr int32_t kStageFragRoom = sizeof(WireFragHeader) + kStageFragMax + 8;
 constexpr int16_t kScrFrag = 512;  // WireFragHeader + data; also WireProc
 constexpr int16_t kScrData = kScrFrag + 56;
 static_assert(kScrData + kMaxCapturedString + 2 <= kScratchSize);
@@ -112,19 +116,23 @@ struct Gen {
     e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
     e.Bind(done);
   }
-  // Writes the calls staged on this CPU into the ring as one kRecBatch record; R9 = scratch,
+  // Writes the records staged on this CPU into the ring as one kRecBatch record; R9 = scratch,
   // fp-8 = 0. `flags_in_r8`: the wakeup flags are in R8, else none. Clobbers R0-R5.
   void FlushStaged(bool flags_in_r8 = false) {
     Label done = e.NewLabel();
     e.Load(4, R3, R9, kVStaged);
     e.JmpIfImm(BPF_JEQ, R3, 0, done);
     e.StoreImm(4, R9, kVStaged, 0);
-    e.JmpIfImm(BPF_JGT, R3, kStageMax, done);  // never: bounds the size for the verifier
+    e.JmpIfImm(BPF_JGT, R3, kStageBytes, done);  // never: bounds the size for the verifier
     e.StoreImm(8, R10, kFpStaged, 0);
-    e.Store(4, R10, kFpStaged, R3);
+    e.Load(2, R1, R9, kVStagedCalls);
+    e.Store(4, R10, kFpStaged, R1);
+    e.StoreImm(8, R10, kFpStagedFrags, 0);
+    e.Load(2, R1, R9, kVStagedFrags);
+    e.Store(4, R10, kFpStagedFrags, R1);
+    e.StoreImm(4, R9, kVStagedCalls, 0);  // both u16 counters
     e.StoreImm(4, R9, kStage + 0, kRecBatch);
     e.Store(4, R9, kStage + 4, R3);
-    e.AluImm(BPF_MUL, R3, sizeof(WireCall));
     e.AluImm(BPF_ADD, R3, sizeof(WireBatch));
     e.LdMap(R1, kMapRing);
     e.Mov(R2, R9);
@@ -136,6 +144,7 @@ struct Gen {
     e.Call(BPF_FUNC_ringbuf_output);
     e.JmpIfImm(BPF_JSGE, R0, 0, done);
     CountN(kStatLostRecords, kFpStaged);
+    CountN(kStatLostFragments, kFpStagedFrags);
     e.Bind(done);
   }
   // Counts a failed ring-buffer output (R0 < 0).
@@ -320,11 +329,42 @@ void GenFragmentLoop(Gen& g) {
 // than the copy. Ends at `done`.
 void GenShortBuffer(Gen& g, Label done) {
   Emitter& e = g.e;
-  Label fail = e.NewLabel();
+  Label fail = e.NewLabel(), direct = e.NewLabel(), room = e.NewLabel();
   e.JmpIfImm(BPF_JGE, R4, kFragBytes, done);  // for the verifier: the caller checked
   e.Mov(R7, R4);
   e.StoreImm(8, R9, kScrFrag + 32, 0);
   e.Store(4, R9, kScrFrag + 48, R7);
+  e.JmpIfImm(BPF_JGT, R7, kStageFragMax, direct);
+  e.Comment("staged, read straight into the staging area (see WireBatch)");
+  e.Load(4, R4, R9, kVStaged);
+  e.JmpIfImm(BPF_JLE, R4, kStageBytes - kStageFragRoom, room);
+  g.FlushStaged();
+  e.MovImm(R4, 0);
+  e.Bind(room);
+  e.Mov(R5, R9);
+  e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
+  e.Alu(BPF_ADD, R5, R4);
+  for (int w = 0; w < 7; ++w) {
+    e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
+    e.Store(8, R5, static_cast<int16_t>(8 * w), R1);
+  }
+  e.Mov(R1, R5);
+  e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
+  e.Mov(R2, R7);
+  e.Load(8, R3, R9, kVAddr);
+  e.Call(BPF_FUNC_probe_read_user);
+  e.JmpIfImm(BPF_JNE, R0, 0, fail);
+  e.Load(4, R1, R9, kVStaged);
+  e.Mov(R2, R7);
+  e.AluImm(BPF_ADD, R2, sizeof(WireFragHeader) + 7);
+  e.AluImm(BPF_AND, R2, -8);
+  e.Alu(BPF_ADD, R1, R2);
+  e.Store(4, R9, kVStaged, R1);
+  e.Load(2, R1, R9, kVStagedFrags);
+  e.AluImm(BPF_ADD, R1, 1);
+  e.Store(2, R9, kVStagedFrags, R1);
+  e.Jmp(done);
+  e.Bind(direct);
   e.Mov(R1, R9);
   e.AluImm(BPF_ADD, R1, kScrData);
   e.Mov(R2, R7);
@@ -1162,9 +1202,12 @@ void GenSysExit(Gen& g) {
     e.Load(8, R1, R9, kVSlot);
     e.JmpIfImm(BPF_JEQ, R1, 0, not_staged);
     e.Comment("the whole call, staged in the CPU's staging area, written when it fills");
+    Label room = e.NewLabel();
     e.Load(4, R1, R9, kVStaged);
-    e.AluImm(BPF_AND, R1, kStageMax - 1);
-    e.AluImm(BPF_MUL, R1, sizeof(WireCall));
+    e.JmpIfImm(BPF_JLE, R1, kStageBytes - sizeof(WireCall), room);
+    g.FlushStaged(true);
+    e.MovImm(R1, 0);
+    e.Bind(room);
     e.Mov(R6, R9);
     e.AluImm(BPF_ADD, R6, kStage + sizeof(WireBatch));
     e.Alu(BPF_ADD, R6, R1);
@@ -1172,9 +1215,13 @@ void GenSysExit(Gen& g) {
     GenIdentity(g, kRecCall, 0);
     GenCallBody(g, CallOut::kStageOnly);
     e.Load(4, R1, R9, kVStaged);
-    e.AluImm(BPF_ADD, R1, 1);
+    e.AluImm(BPF_ADD, R1, sizeof(WireCall));
     e.Store(4, R9, kVStaged, R1);
-    e.JmpIfImm(BPF_JLT, R1, kStageMax, g.exit_label);
+    e.Load(2, R2, R9, kVStagedCalls);
+    e.AluImm(BPF_ADD, R2, 1);
+    e.Store(2, R9, kVStagedCalls, R2);
+    e.Comment("full (no room for another call): written now");
+    e.JmpIfImm(BPF_JLE, R1, kStageBytes - sizeof(WireCall), g.exit_label);
     g.FlushStaged(true);
     e.Jmp(g.exit_label);
     e.Bind(not_staged);

@@ -82,18 +82,21 @@ struct WireCall {
 };
 static_assert(sizeof(WireCall) == 120);
 
-// Whole-call records are not written to the ring one by one: the exit probe stages up to
-// kStageMax of them in its CPU's scratch and writes them as one record. A ring write is the
-// costliest step of a small call, and most of its cost is per write. Staged calls are written
-// before anything else the CPU writes (a call's fragments, written directly, still come before
-// it), and when the CPU switches tasks (so a thread's records stay in order when it moves).
-// What is staged when the probes are detached is read from the scratch by user space.
+// Whole-call records, and the fragments of buffers up to kStageFragMax bytes, are not written
+// to the ring one by one: the probes stage them in their CPU's scratch and write up to
+// kStageBytes of them as one record. A ring write is the costliest step of a small call, and
+// most of its cost is per write. What is staged is written before anything the CPU writes
+// directly (a long buffer's fragments, enter and return records, process events), and when
+// the CPU switches tasks (so a thread's records stay in order when it moves). What is staged
+// when the probes are detached is read from the scratch by user space.
 struct WireBatch {
   uint32_t type;   // kRecBatch
-  uint32_t count;  // WireCalls following
+  uint32_t bytes;  // records following: WireCalls, and WireFragHeaders with their data, each
+                   // padded to 8 bytes
 };
 static_assert(sizeof(WireBatch) == 8);
-inline constexpr uint32_t kStageMax = 16;
+inline constexpr uint32_t kStageBytes = 2048;
+inline constexpr uint32_t kStageFragMax = 256;
 
 struct WireEnter {
   uint32_t type;
@@ -179,11 +182,13 @@ struct ProbeSet {
   bpf::ProgramSpec sched_switch;         // raw tracepoint: writes the staged calls out
 };
 
-// Where the scratch value keeps the staged calls: their count (u32), then a WireBatch and
-// kStageMax WireCalls.
-inline constexpr int kStagedCountOffset = 504;
+// Where the scratch value keeps the staged records: their bytes (u32), how many calls and
+// fragments they are (u16 each), then a WireBatch and kStageBytes of records.
+inline constexpr int kStagedBytesOffset = 504;
+inline constexpr int kStagedCallsOffset = 508;
+inline constexpr int kStagedFragsOffset = 510;
 inline constexpr int kStageOffset = 4672;
-inline constexpr int kScratchSize = kStageOffset + 8 + kStageMax * 120;
+inline constexpr int kScratchSize = kStageOffset + 8 + kStageBytes;
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& options);
 

@@ -75,31 +75,40 @@ TEST(EbpfAssembler, OneRecordCallTakesTheBuffersSentAheadOfIt) {
   EXPECT_FALSE(ev.buffers[0].not_captured);
 }
 
-std::vector<uint8_t> Batch(const std::vector<WireCall>& calls, uint32_t count) {
-  WireBatch b{kRecBatch, count};
-  std::vector<uint8_t> out(sizeof b + calls.size() * sizeof(WireCall));
+// A staged batch: the records as the probes lay them out, each padded to 8 bytes.
+std::vector<uint8_t> Batch(const std::vector<std::vector<uint8_t>>& recs, int extra_bytes = 0) {
+  std::vector<uint8_t> body;
+  for (const auto& r : recs) {
+    body.insert(body.end(), r.begin(), r.end());
+    body.resize((body.size() + 7) & ~size_t{7});
+  }
+  WireBatch b{kRecBatch, static_cast<uint32_t>(static_cast<int>(body.size()) + extra_bytes)};
+  std::vector<uint8_t> out(sizeof b);
   std::memcpy(out.data(), &b, sizeof b);
-  for (size_t i = 0; i < calls.size(); ++i)
-    std::memcpy(out.data() + sizeof b + i * sizeof(WireCall), &calls[i], sizeof(WireCall));
+  out.insert(out.end(), body.begin(), body.end());
   return out;
 }
 
-TEST(EbpfAssembler, ABatchIsItsCallsInOrder) {
+TEST(EbpfAssembler, ABatchIsItsRecordsInOrder) {
   Feeder f;
-  WireCall a = Call(7, sysno::getppid, 1), b = Call(8, sysno::close, -9),
-           c = Call(7, sysno::getpid, 7);
+  WireCall a = Call(7, sysno::getppid, 1), b = Call(8, sysno::close, -9);
   b.entry_ns = 3000;
-  f(Batch({a, b, c}, 3));
+  // A read's short buffer (3 bytes, padded) ahead of its call, between two other calls.
+  f(Batch({Bytes(a), Frag(7, 1, BufferDir::kOut, 3, 0, "abc"), Bytes(Call(7, sysno::read, 3)),
+           Bytes(b)}));
   ASSERT_EQ(f.out.syscalls.size(), 3u);
   EXPECT_EQ(f.out.syscalls[0].nr, sysno::getppid);
-  EXPECT_EQ(f.out.syscalls[1].tid, 8);
-  EXPECT_EQ(f.out.syscalls[1].ret, -9);
-  EXPECT_EQ(f.out.syscalls[1].entry_ns, 3000u);
-  EXPECT_EQ(f.out.syscalls[2].nr, sysno::getpid);
-  // A batch behind a buffer still waiting for its call: the buffer goes to the call of its
-  // thread, as with single records.
+  EXPECT_TRUE(f.out.syscalls[0].buffers.empty());
+  EXPECT_EQ(f.out.syscalls[1].nr, sysno::read);
+  ASSERT_EQ(f.out.syscalls[1].buffers.size(), 1u);
+  const auto& got = f.out.syscalls[1].buffers[0].bytes;
+  EXPECT_EQ(std::string(got.begin(), got.end()), "abc");
+  EXPECT_EQ(f.out.syscalls[2].tid, 8);
+  EXPECT_EQ(f.out.syscalls[2].ret, -9);
+  EXPECT_EQ(f.out.syscalls[2].entry_ns, 3000u);
+  // A buffer written directly before the batch goes to its thread's call in the batch.
   f(Frag(9, 1, BufferDir::kIn, 2, 0, "hi"));
-  f(Batch({Call(9, sysno::write, 2)}, 1));
+  f(Batch({Bytes(Call(9, sysno::write, 2))}));
   ASSERT_EQ(f.out.syscalls.size(), 4u);
   ASSERT_EQ(f.out.syscalls[3].buffers.size(), 1u);
   EXPECT_EQ(f.a.orphans(), 0u);
@@ -108,14 +117,20 @@ TEST(EbpfAssembler, ABatchIsItsCallsInOrder) {
 TEST(EbpfAssembler, AMalformedBatchIsRefused) {
   Assembler a;
   Assembler::Out out;
-  std::vector<uint8_t> too_many = Batch({Call(7, sysno::getppid, 1)}, kStageMax + 1);
-  EXPECT_FALSE(a.Feed(too_many.data(), too_many.size(), &out));
-  std::vector<uint8_t> short_one = Batch({Call(7, sysno::getppid, 1)}, 2);
-  EXPECT_FALSE(a.Feed(short_one.data(), short_one.size(), &out));
-  WireCall not_a_call = Call(7, sysno::getppid, 1);
-  not_a_call.type = kRecEnter;
-  std::vector<uint8_t> wrong = Batch({not_a_call}, 1);
+  std::vector<uint8_t> longer = Batch({Bytes(Call(7, sysno::getppid, 1))}, 8);
+  EXPECT_FALSE(a.Feed(longer.data(), longer.size(), &out));  // says more than it holds
+  std::vector<uint8_t> huge = Batch({Bytes(Call(7, sysno::getppid, 1))}, kStageBytes);
+  EXPECT_FALSE(a.Feed(huge.data(), huge.size(), &out));
+  WireCall not_staged = Call(7, sysno::getppid, 1);
+  not_staged.type = kRecEnter;  // never staged
+  std::vector<uint8_t> wrong = Batch({Bytes(not_staged)});
   EXPECT_FALSE(a.Feed(wrong.data(), wrong.size(), &out));
+  // A fragment whose data runs past the batch.
+  std::vector<uint8_t> cut = Batch({Frag(7, 1, BufferDir::kOut, 9, 0, "123456789")});
+  cut.resize(cut.size() - 8);
+  WireBatch b{kRecBatch, static_cast<uint32_t>(cut.size() - sizeof b)};
+  std::memcpy(cut.data(), &b, sizeof b);
+  EXPECT_FALSE(a.Feed(cut.data(), cut.size(), &out));
   EXPECT_TRUE(out.syscalls.empty());
 }
 
