@@ -80,9 +80,17 @@ class Emitter {
   // Starts a subprogram at the current instruction and binds `fn` there. Everything emitted
   // before the first call belongs to the main program; each subprogram ends where the next
   // starts. The loader describes each start to the kernel (BTF func_info).
-  void BeginFunc(Label fn) {
+  // A `global` subprogram is `int f(u64)`, verified once on its own rather than at each call
+  // (a callback is `int f(u64 index, void *ctx)`).
+  void BeginFunc(Label fn, bool global = false) {
     Bind(fn);
     func_starts_.push_back(insns_.size());
+    func_global_.push_back(global);
+  }
+  // A BPF-to-BPF call of the subprogram bound at `fn`; R1-R5 are its arguments.
+  void CallFunc(Label fn) {
+    imm_fixups_.push_back({insns_.size(), fn.id});
+    Raw(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0);
   }
   void Exit() { Raw(BPF_JMP | BPF_EXIT, 0, 0, 0, 0); }
 
@@ -109,6 +117,7 @@ class Emitter {
 
   const std::vector<MapReloc>& relocs() const { return relocs_; }
   const std::vector<size_t>& func_starts() const { return func_starts_; }
+  const std::vector<bool>& func_global() const { return func_global_; }
   const std::vector<std::pair<size_t, std::string>>& comments() const { return comments_; }
 
  private:
@@ -143,6 +152,7 @@ class Emitter {
   std::vector<std::pair<size_t, int>> fixups_;
   std::vector<std::pair<size_t, int>> imm_fixups_;  // LdFunc: offset in imm, not off
   std::vector<size_t> func_starts_;
+  std::vector<bool> func_global_;
   std::vector<MapReloc> relocs_;
   std::vector<std::pair<size_t, std::string>> comments_;
 };

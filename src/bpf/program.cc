@@ -49,8 +49,8 @@ std::string LogTail(const std::string& log, int n) {
 }
 
 // A program with subprograms (bpf_loop callbacks) must describe each function to the kernel
-// in BTF. fay's own code needs no more than that: main is `int f(void *ctx)`, and each
-// callback `static int f(u64 index, void *ctx)`.
+// in BTF. fay's own code needs no more than that: main is `int f(void *ctx)`, each callback
+// `static int f(u64 index, void *ctx)`, and each global function `int f(u64)`.
 struct FuncBtf {
   std::unique_ptr<btf, void (*)(btf*)> handle{nullptr, btf__free};
   std::vector<bpf_func_info> info;
@@ -69,13 +69,17 @@ Expected<FuncBtf> BuildFuncBtf(const ProgramSpec& spec) {
   int cb_proto = btf__add_func_proto(b, i32);
   btf__add_func_param(b, "index", u64);
   btf__add_func_param(b, "ctx", ptr);
+  int global_proto = btf__add_func_proto(b, i32);
+  btf__add_func_param(b, "arg", u64);
   int main_fn = btf__add_func(b, "main", BTF_FUNC_GLOBAL, main_proto);
   if (i32 < 0 || u64 < 0 || ptr < 0 || main_fn < 0)
     return Error(Code::kInternal, "cannot build BTF for a probe program");
   out.info.push_back({0, static_cast<uint32_t>(main_fn)});
   for (size_t i = 0; i < spec.func_starts.size(); ++i) {
-    std::string name = fmt::format("cb{}", i);
-    int fn = btf__add_func(b, name.c_str(), BTF_FUNC_STATIC, cb_proto);
+    bool global = i < spec.func_global.size() && spec.func_global[i];
+    std::string name = fmt::format("{}{}", global ? "fn" : "cb", i);
+    int fn = global ? btf__add_func(b, name.c_str(), BTF_FUNC_GLOBAL, global_proto)
+                    : btf__add_func(b, name.c_str(), BTF_FUNC_STATIC, cb_proto);
     if (fn < 0) return Error(Code::kInternal, "cannot build BTF for a probe program");
     out.info.push_back({static_cast<uint32_t>(spec.func_starts[i]), static_cast<uint32_t>(fn)});
   }

@@ -19,6 +19,7 @@ struct ProgramSpec {
   std::vector<MapReloc> relocs;
   // Instruction indexes where subprograms (callbacks) start, after the main program at 0.
   std::vector<size_t> func_starts;
+  std::vector<bool> func_global;  // per subprogram: see Emitter::BeginFunc
   // BPF_PROG_TYPE_TRACING programs: what they attach to (a vmlinux BTF type id) and how.
   uint32_t attach_btf_id = 0;
   bpf_attach_type expected_attach_type = static_cast<bpf_attach_type>(0);
