@@ -129,6 +129,28 @@ struct Gen {
     e.CallFunc(flush_fn);
     uses_flush = true;
   }
+  // R4 = where the next staged fragment goes (after writing what is staged, when a fragment of
+  // kStageFragMax bytes would not fit). Clobbers R0-R5.
+  void StagePlace() {
+    Label room = e.NewLabel();
+    e.Load(4, R4, R9, kVStaged);
+    e.JmpIfImm(BPF_JLE, R4, kStageBytes - kStageFragRoom, room);
+    FlushStaged();
+    e.MovImm(R4, 0);
+    e.Bind(room);
+  }
+  // Counts the fragment of R7 data bytes just written at the staging place as staged.
+  void CommitStagedFragment() {
+    e.Load(4, R1, R9, kVStaged);
+    e.Mov(R2, R7);
+    e.AluImm(BPF_ADD, R2, sizeof(WireFragHeader) + 7);
+    e.AluImm(BPF_AND, R2, -8);
+    e.Alu(BPF_ADD, R1, R2);
+    e.Store(4, R9, kVStaged, R1);
+    e.Load(2, R1, R9, kVStagedFrags);
+    e.AluImm(BPF_ADD, R1, 1);
+    e.Store(2, R9, kVStagedFrags, R1);
+  }
   // Counts a failed ring-buffer output (R0 < 0).
   void CountIfFailed(int slot) {
     Label ok = e.NewLabel();
@@ -311,18 +333,14 @@ void GenFragmentLoop(Gen& g) {
 // than the copy. Ends at `done`.
 void GenShortBuffer(Gen& g, Label done) {
   Emitter& e = g.e;
-  Label fail = e.NewLabel(), direct = e.NewLabel(), room = e.NewLabel();
+  Label fail = e.NewLabel(), direct = e.NewLabel();
   e.JmpIfImm(BPF_JGE, R4, kFragBytes, done);  // for the verifier: the caller checked
   e.Mov(R7, R4);
   e.StoreImm(8, R9, kScrFrag + 32, 0);
   e.Store(4, R9, kScrFrag + 48, R7);
   e.JmpIfImm(BPF_JGT, R7, kStageFragMax, direct);
   e.Comment("staged, read straight into the staging area (see WireBatch)");
-  e.Load(4, R4, R9, kVStaged);
-  e.JmpIfImm(BPF_JLE, R4, kStageBytes - kStageFragRoom, room);
-  g.FlushStaged();
-  e.MovImm(R4, 0);
-  e.Bind(room);
+  g.StagePlace();
   e.Mov(R5, R9);
   e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
   e.Alu(BPF_ADD, R5, R4);
@@ -336,15 +354,7 @@ void GenShortBuffer(Gen& g, Label done) {
   e.Load(8, R3, R9, kVAddr);
   e.Call(BPF_FUNC_probe_read_user);
   e.JmpIfImm(BPF_JNE, R0, 0, fail);
-  e.Load(4, R1, R9, kVStaged);
-  e.Mov(R2, R7);
-  e.AluImm(BPF_ADD, R2, sizeof(WireFragHeader) + 7);
-  e.AluImm(BPF_AND, R2, -8);
-  e.Alu(BPF_ADD, R1, R2);
-  e.Store(4, R9, kVStaged, R1);
-  e.Load(2, R1, R9, kVStagedFrags);
-  e.AluImm(BPF_ADD, R1, 1);
-  e.Store(2, R9, kVStagedFrags, R1);
+  g.CommitStagedFragment();
   e.Jmp(done);
   e.Bind(direct);
   e.Mov(R1, R9);
@@ -674,13 +684,9 @@ void GenString(Gen& g, Label done) {
     {
       // A path (nearly every string) is staged with its call (see WireBatch): header and
       // bytes copied from the scratch in one helper call, where a ring write costs more.
-      Label direct = e.NewLabel(), room = e.NewLabel();
+      Label direct = e.NewLabel();
       e.JmpIfImm(BPF_JGT, R7, kStageFragMax, direct);
-      e.Load(4, R4, R9, kVStaged);
-      e.JmpIfImm(BPF_JLE, R4, kStageBytes - kStageFragRoom, room);
-      g.FlushStaged();
-      e.MovImm(R4, 0);
-      e.Bind(room);
+      g.StagePlace();
       e.Mov(R1, R9);
       e.AluImm(BPF_ADD, R1, kStage + sizeof(WireBatch));
       e.Alu(BPF_ADD, R1, R4);
@@ -690,15 +696,7 @@ void GenString(Gen& g, Label done) {
       e.AluImm(BPF_ADD, R3, kScrFrag);
       e.Call(BPF_FUNC_probe_read_kernel);
       e.JmpIfImm(BPF_JNE, R0, 0, direct);
-      e.Load(4, R1, R9, kVStaged);
-      e.Mov(R2, R7);
-      e.AluImm(BPF_ADD, R2, sizeof(WireFragHeader) + 7);
-      e.AluImm(BPF_AND, R2, -8);
-      e.Alu(BPF_ADD, R1, R2);
-      e.Store(4, R9, kVStaged, R1);
-      e.Load(2, R1, R9, kVStagedFrags);
-      e.AluImm(BPF_ADD, R1, 1);
-      e.Store(2, R9, kVStagedFrags, R1);
+      g.CommitStagedFragment();
       e.Jmp(done);
       e.Bind(direct);
     }
