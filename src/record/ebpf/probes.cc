@@ -1478,9 +1478,12 @@ void GenExit(Gen& g) {
 }
 
 // raw sched_switch: the task leaving this CPU takes nothing staged with it (see WireBatch).
+// It runs at every task switch of the machine: nothing staged, nothing more than a load.
 void GenSwitch(Gen& g) {
   g.ZeroKey();
   g.Scratch(g.exit_label);
+  g.e.Load(4, R1, R9, kVStaged);
+  g.e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.FlushStaged();
 }
 
