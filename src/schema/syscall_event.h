@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ namespace fay {
 enum class BufferDir : uint8_t {
   kIn = 1,   // user -> kernel, captured at syscall entry (write data, paths, struct arguments)
   kOut = 2,  // kernel -> user, captured at syscall exit (read data, stat buffers, fds of pipe2)
+};
+
+// Bytes a recorder put in the trace's blob store as they arrived (see CapturedBuffer::stored).
+struct StoredBlob {
+  uint64_t hash_lo = 0, hash_hi = 0;  // XXH3-128 of the bytes
+  uint64_t size = 0;
 };
 
 // One captured user-memory region belonging to one syscall argument.
@@ -34,10 +41,16 @@ struct CapturedBuffer {
   // Set instead of `bytes` by a reader asked to share blob storage (Reader::ShareBlobs): equal
   // buffers then hold one copy between them. View() reads whichever is set.
   std::shared_ptr<const std::vector<uint8_t>> shared;
+  // Set instead of `bytes` by a recorder that stored the bytes in the writer's blob store
+  // straight from where it received them (the eBPF consumer: one copy of every byte less).
+  // Only the writer reads it; View() is then empty.
+  std::optional<StoredBlob> stored;
 
   std::span<const uint8_t> View() const {
     return shared ? std::span<const uint8_t>(*shared) : std::span<const uint8_t>(bytes);
   }
+  // Bytes captured, however they are held.
+  uint64_t Size() const { return stored ? stored->size : View().size(); }
 };
 
 // Event flags.

@@ -48,7 +48,7 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
   constexpr size_t kPerBufferMax = 7 * 10 + 16;
   size_t room = kFixedMax + ev.buffers.size() * kPerBufferMax;
   for (const CapturedBuffer& buf : ev.buffers)
-    if (buf.bytes.size() <= kInlineMax) room += buf.bytes.size();
+    if (!buf.stored && buf.bytes.size() <= kInlineMax) room += buf.bytes.size();
   if (scratch_.size() < room) scratch_.resize(room);
   uint8_t* const start = scratch_.data();
   uint8_t* p = start;
@@ -94,7 +94,9 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
   if (!ev.buffers.empty()) {
     p = PutVarintAt(p, ev.buffers.size());
     for (const CapturedBuffer& buf : ev.buffers) {
-      bool inline_bytes = buf.bytes.size() <= kInlineMax;
+      // Stored already (CapturedBuffer::stored): its hash stands for it.
+      bool inline_bytes = !buf.stored && buf.bytes.size() <= kInlineMax;
+      uint64_t size = buf.stored ? buf.stored->size : buf.bytes.size();
       p = PutVarintAt(p, buf.arg);
       p = PutVarintAt(p, buf.sub);
       *p++ = static_cast<uint8_t>(buf.dir);
@@ -103,15 +105,16 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
       *p++ = static_cast<uint8_t>((buf.truncated ? kBufTruncated : 0) |
                                   (buf.not_captured ? kBufNotCaptured : 0) |
                                   (inline_bytes ? kBufInline : 0));
-      p = PutVarintAt(p, buf.bytes.size());
+      p = PutVarintAt(p, size);
       if (inline_bytes) {
         if (!buf.bytes.empty()) std::memcpy(p, buf.bytes.data(), buf.bytes.size());
         p += buf.bytes.size();
       } else {
-        Hash128 h = HashBlob(buf.bytes.data(), buf.bytes.size());
+        Hash128 h = buf.stored ? Hash128{buf.stored->hash_lo, buf.stored->hash_hi}
+                               : HashBlob(buf.bytes.data(), buf.bytes.size());
         for (uint64_t half : {h.lo, h.hi})
           for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(half >> (8 * i));
-        blobs(h, buf.bytes);
+        if (!buf.stored) blobs(h, buf.bytes);
       }
     }
   }

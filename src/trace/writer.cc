@@ -16,7 +16,7 @@ namespace {
 
 size_t BufferBytes(const SyscallEvent& ev) {
   size_t n = 0;
-  for (const CapturedBuffer& b : ev.buffers) n += b.bytes.size();
+  for (const CapturedBuffer& b : ev.buffers) n += b.Size();
   return n;
 }
 
@@ -223,7 +223,8 @@ bool Writer::AppendSyscalls(std::vector<SyscallEvent>* events) {
 
 void Writer::EncodeSyscall(const SyscallEvent& ev) {
   encoder_.Syscall(
-      ev, [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b); },
+      ev,
+      [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b.data(), b.size()); },
       &events_raw_);
   if (thread_failed_) {  // a blob chunk failed to write
     ++stats_.dropped_events;
@@ -275,22 +276,27 @@ void Writer::IndexRecord(uint64_t first, uint64_t last) {
   if (events_raw_.size() >= opts_.chunk_bytes || blobs_flushed_) FlushEvents();
 }
 
-void Writer::StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes) {
+StoredBlob Writer::StoreBlobNow(const uint8_t* data, size_t n) {
+  Hash128 h = HashBlob(data, n);
+  if (!thread_failed_) StoreBlob(h, data, n);
+  return StoredBlob{h.lo, h.hi, n};
+}
+
+void Writer::StoreBlob(const Hash128& h, const uint8_t* data, size_t n) {
   if (!seen_blobs_.Insert(h)) {
     ++stats_.blobs_deduped;
     return;
   }
   // A blob chunk holds either blobs up to blob_chunk_bytes or a single larger blob.
-  if (!blobs_raw_.empty() && blobs_raw_.size() + bytes.size() > opts_.blob_chunk_bytes)
-    FlushBlobs();
+  if (!blobs_raw_.empty() && blobs_raw_.size() + n > opts_.blob_chunk_bytes) FlushBlobs();
   PutU64(blobs_raw_, h.lo);
   PutU64(blobs_raw_, h.hi);
-  PutVarint(blobs_raw_, bytes.size());
+  PutVarint(blobs_raw_, n);
   pending_blobs_.push_back(
-      BlobEntry{h, static_cast<uint32_t>(blobs_raw_.size()), static_cast<uint32_t>(bytes.size())});
-  PutRaw(blobs_raw_, bytes.data(), bytes.size());
+      BlobEntry{h, static_cast<uint32_t>(blobs_raw_.size()), static_cast<uint32_t>(n)});
+  PutRaw(blobs_raw_, data, n);
   ++stats_.blobs_stored;
-  stats_.bytes_blob_stored += bytes.size();
+  stats_.bytes_blob_stored += n;
 }
 
 void Writer::FlushBlobs() {

@@ -87,6 +87,10 @@ class Writer {
   // As AppendBatch, for calls alone: an encode_on_caller writer encodes them where they lie,
   // without wrapping each in an Item (the eBPF recorder's two million events a second).
   bool AppendSyscalls(std::vector<SyscallEvent>* events);
+  // encode_on_caller writers only, on the encoding thread: hashes bytes and puts them in the
+  // blob store now (once per distinct content), for a CapturedBuffer::stored that an event
+  // appended later carries. Spares the caller a copy of the bytes.
+  StoredBlob StoreBlobNow(const uint8_t* data, size_t n);
   // With encode_on_caller: writes what is due (a chunk older than flush_interval) when no
   // event comes to do it. Otherwise nothing.
   void Tick();
@@ -117,7 +121,7 @@ class Writer {
   void IndexRecord(uint64_t first, uint64_t last);
   bool EncodeNow(std::span<const Item> items);  // encode_on_caller: in the caller's thread
   void FlushIfDue();
-  void StoreBlob(const Hash128& h, const std::vector<uint8_t>& bytes);
+  void StoreBlob(const Hash128& h, const uint8_t* data, size_t n);
   void FlushEvents();
   void FlushBlobs();
   void Finish();

@@ -87,10 +87,10 @@ void Assembler::Complete(Pending& p, Out* out) {
     if (f & kFragExplicit) {
       b.truncated = f & kFragTruncated;
       b.not_captured = f & kFragNotCaptured;
-    } else if (b.bytes.empty() && b.length > 0) {
+    } else if (b.Size() == 0 && b.length > 0) {
       b.not_captured = true;
     } else {
-      b.truncated = b.bytes.size() < b.length;
+      b.truncated = b.Size() < b.length;
     }
   }
   p.open = false;
@@ -178,6 +178,13 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
         b.dir = static_cast<BufferDir>(h.dir);
         b.addr = h.addr;
         b.length = h.total;
+        if (blob_store_ && h.len == h.total && h.len > trace::kInlineMax) {
+          // The whole buffer is here: into the blob store straight from the ring.
+          b.stored = blob_store_(bytes + sizeof h, h.len);
+          bufs.push_back(std::move(b));
+          p.explicit_flags.push_back(h.flags);
+          return true;
+        }
         bufs.push_back(std::move(b));
         p.explicit_flags.push_back(h.flags);
       } else if (bufs.empty() || bufs.back().arg != h.arg ||
@@ -684,6 +691,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return writer.status();  // the held child is killed and reaped by its destructor
   }
   writer_ = std::move(writer).value();
+  // The consumer thread is the writer's encoding thread: it may store blobs directly.
+  assembler_.set_blob_store(
+      [this](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n); });
   auto ring = bpf::RingConsumer::Create(maps_[kMapRing]->fd(), ring_bytes_);
   if (!ring.ok()) {
     writer_->Close();

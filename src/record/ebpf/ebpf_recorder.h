@@ -5,6 +5,7 @@
 // exec and exit); fay's own calls are never recorded.
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -42,6 +43,10 @@ class Assembler {
   uint64_t dropped_exec_attempts() const { return dropped_exec_attempts_; }
   // Calls still open (at the end of a recording: cut off by the detach).
   size_t open_calls() const;
+  // Where a buffer that arrives whole in one fragment, and is too long to be stored inline,
+  // goes at once (the writer's blob store), instead of being copied into its event.
+  using BlobStore = std::function<StoredBlob(const uint8_t* data, size_t n)>;
+  void set_blob_store(BlobStore store) { blob_store_ = std::move(store); }
 
  private:
   struct Pending {
@@ -60,6 +65,7 @@ class Assembler {
   std::unordered_set<int32_t> started_;  // processes whose program has started (exec seen)
   uint64_t orphans_ = 0;
   uint64_t dropped_exec_attempts_ = 0;
+  BlobStore blob_store_;
 };
 
 }  // namespace ebpf

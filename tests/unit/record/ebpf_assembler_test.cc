@@ -134,6 +134,36 @@ TEST(EbpfAssembler, AMalformedBatchIsRefused) {
   EXPECT_TRUE(out.syscalls.empty());
 }
 
+TEST(EbpfAssembler, AWholeLongBufferGoesToTheBlobStoreAtOnce) {
+  Feeder f;
+  std::vector<std::string> stored;
+  f.a.set_blob_store([&](const uint8_t* data, size_t n) {
+    stored.emplace_back(reinterpret_cast<const char*>(data), n);
+    return StoredBlob{7, 9, n};
+  });
+  std::string long_one(100, 'x');
+  f(Frag(7, 1, BufferDir::kOut, 100, 0, long_one));              // whole and long: stored
+  f(Frag(7, 2, BufferDir::kOut, 5, 0, "short"));                 // inline size: kept
+  f(Frag(7, 3, BufferDir::kOut, 200, 0, std::string(64, 'y')));  // cut short: kept
+  f(Bytes(Call(7, sysno::read, 100)));
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0], long_one);
+  ASSERT_EQ(f.out.syscalls.size(), 1u);
+  const auto& bufs = f.out.syscalls[0].buffers;
+  ASSERT_EQ(bufs.size(), 3u);
+  ASSERT_TRUE(bufs[0].stored.has_value());
+  EXPECT_EQ(bufs[0].stored->hash_lo, 7u);
+  EXPECT_EQ(bufs[0].Size(), 100u);
+  EXPECT_TRUE(bufs[0].bytes.empty());
+  EXPECT_FALSE(bufs[0].truncated);
+  EXPECT_FALSE(bufs[0].not_captured);
+  EXPECT_FALSE(bufs[1].stored.has_value());
+  EXPECT_EQ(bufs[1].bytes.size(), 5u);
+  EXPECT_FALSE(bufs[2].stored.has_value());
+  EXPECT_EQ(bufs[2].bytes.size(), 64u);
+  EXPECT_TRUE(bufs[2].truncated);
+}
+
 TEST(EbpfAssembler, FragmentsOfOneBufferJoinAndAShortOneIsTruncated) {
   Feeder f;
   f(Frag(7, 1, BufferDir::kOut, 10, 0, "abcd"));

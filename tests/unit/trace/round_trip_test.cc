@@ -123,6 +123,46 @@ TEST(RoundTripTest, AppendSyscallsOnTheCallerGivesTheSameTrace) {
   }
 }
 
+// A buffer stored as it arrived (StoreBlobNow) reads back as if the event had carried it, and
+// equal contents are stored once.
+TEST(RoundTripTest, BuffersStoredAheadReadBack) {
+  ScratchDir dir;
+  std::string path = dir.File("stored.fay");
+  WriterOptions o;
+  o.encode_on_caller = true;
+  auto w = Writer::Create(path, SampleInfo(), o);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  std::vector<uint8_t> content(4096);
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<uint8_t>(i * 13);
+  std::vector<SyscallEvent> group;
+  for (int i = 0; i < 3; ++i) {
+    SyscallEvent ev = MakeStream(1, 3 + i).syscalls.at(0);
+    ev.buffers.clear();
+    CapturedBuffer b;
+    b.arg = 1;
+    b.dir = BufferDir::kOut;
+    b.length = content.size();
+    b.stored = (*w)->StoreBlobNow(content.data(), content.size());
+    ev.buffers.push_back(b);
+    group.push_back(ev);
+  }
+  ASSERT_TRUE((*w)->AppendSyscalls(&group));
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ((*w)->stats().blobs_stored, 1u);
+  EXPECT_EQ((*w)->stats().bytes_captured, 3 * content.size());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  int seen = 0;
+  Status st = r->ForEach([&](const SyscallEvent& ev) {
+    ASSERT_EQ(ev.buffers.size(), 1u);
+    EXPECT_EQ(ev.buffers[0].bytes, content);
+    EXPECT_FALSE(ev.buffers[0].truncated);
+    ++seen;
+  });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(seen, 3);
+}
+
 TEST(RoundTripTest, EdgeValuesSurvive) {
   ScratchDir dir;
   std::string path = dir.File("edge.fay");
