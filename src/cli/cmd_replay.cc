@@ -93,14 +93,18 @@ int Run(const ReplayCli& c) {
     return 1;
   }
   auto t0 = std::chrono::steady_clock::now();
-  auto schedule = replay::LoadSchedule(c.path);
+  // --prepare walks the calls while they load, where the trace allows it (see CallStream).
+  replay::Preparer preparer;
+  std::function<void(replay::CallStream&)> walk;
+  if (c.prepare) walk = [&](replay::CallStream& calls) { preparer.Walk(calls); };
+  auto schedule = replay::LoadSchedule(c.path, walk);
   if (!schedule.ok()) {
     fmt::print(stderr, "fay replay: {}\n", schedule.status().message());
     return 1;
   }
   auto t1 = std::chrono::steady_clock::now();
   if (c.prepare) {
-    auto st = replay::Prepare(*schedule, *sandbox);
+    auto st = preparer.Apply(*sandbox);
     if (!st.ok()) {
       fmt::print(stderr, "fay replay: {}\n", st.status().message());
       return 1;

@@ -65,14 +65,27 @@ Kind KindOfMode(uint32_t mode) {
 
 class Simulator {
  public:
-  explicit Simulator(const Schedule& s) : s_(s) {}
+  // `parent_of` (pid -> parent, from fork events) may be null: a trace of one thread forks no
+  // process that makes calls.
+  Simulator(std::string cwd, const std::map<int32_t, int32_t>* parent_of)
+      : cwd_(cwd.empty() ? std::string() : NormalizePath(cwd)), parent_of_(parent_of) {
+    if (!cwd_.empty()) Parents(cwd_ + "/x");
+  }
 
-  void Run();
+  // The calls in recorded start order.
+  void Run(CallStream& calls) {
+    while (const SyscallEvent* ev = calls.Next()) Call(*ev);
+  }
   std::unordered_map<std::string, Node>& nodes() { return nodes_; }
 
  private:
   void Call(const SyscallEvent& ev);
-  Proc& P(int32_t pid) { return procs_[pid]; }
+  // A process first seen starts in the recording's working directory.
+  Proc& P(int32_t pid) {
+    auto [it, fresh] = procs_.try_emplace(pid);
+    if (fresh && !cwd_.empty()) it->second.cwd = cwd_;
+    return it->second;
+  }
   // Normalised absolute path of a path argument, "" when unknown or virtual.
   std::string PathOf(const SyscallEvent& ev, int path_arg, int dirfd_arg);
   Node& Observe(const std::string& path, bool exists, Kind kind = Kind::kUnknown);
@@ -81,7 +94,8 @@ class Simulator {
   void StatResult(Node& n, const CapturedBuffer* b, bool statx);
   void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance);
 
-  const Schedule& s_;
+  std::string cwd_;
+  const std::map<int32_t, int32_t>* parent_of_;
   // Hashed: every path call looks its path up, and a sorted map compared whole paths at every
   // level of the tree (W3's 10,000 files). Prepare sorts the few pre-existing ones at the end.
   std::unordered_map<std::string, Node> nodes_;
@@ -188,24 +202,6 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     if (!b.View().empty()) node.content[at] = b.View();
     at += b.length;
   }
-}
-
-void Simulator::Run() {
-  std::vector<std::pair<uint32_t, uint32_t>> order;
-  for (uint32_t t = 0; t < s_.threads.size(); ++t) {
-    for (uint32_t i = 0; i < s_.threads[t].calls.size(); ++i) order.emplace_back(t, i);
-  }
-  auto by_entry = [&](const auto& a, const auto& b) {
-    return s_.threads[a.first].calls[a.second].ev.entry_ns <
-           s_.threads[b.first].calls[b.second].ev.entry_ns;
-  };
-  // A single thread's calls are in order already (the schedule sorted them).
-  if (s_.threads.size() > 1) std::stable_sort(order.begin(), order.end(), by_entry);
-  if (!s_.info.cwd.empty()) {
-    for (const ThreadCalls& t : s_.threads) P(t.pid).cwd = NormalizePath(s_.info.cwd);
-    Parents(NormalizePath(s_.info.cwd) + "/x");
-  }
-  for (const auto& [t, i] : order) Call(s_.threads[t].calls[i].ev);
 }
 
 void Simulator::Call(const SyscallEvent& ev) {
@@ -465,7 +461,7 @@ void Simulator::Call(const SyscallEvent& ev) {
     case sysno::clone3:
     case sysno::fork:
     case sysno::vfork:
-      if (ok && ev.ret > 0 && s_.parent_of.count(static_cast<int32_t>(ev.ret))) {
+      if (ok && ev.ret > 0 && parent_of_ && parent_of_->count(static_cast<int32_t>(ev.ret))) {
         Proc child = p;  // shares the FileRefs: the offsets are shared, as after fork
         procs_[static_cast<int32_t>(ev.ret)] = std::move(child);
       }
@@ -551,11 +547,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
   return Status::Ok();
 }
 
-}  // namespace
-
-Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {
-  Simulator sim(schedule);
-  sim.Run();
+Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox) {
   PrepareStats st;
   std::vector<std::pair<const std::string*, Node*>> pre;
   for (auto& [path, n] : sim.nodes()) {
@@ -577,6 +569,32 @@ Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox)
     if (::syncfs(fd) != 0) return ErrnoError("--prepare: syncfs");
   }
   return st;
+}
+
+}  // namespace
+
+struct Preparer::Impl {
+  std::unique_ptr<Simulator> sim;
+};
+
+Preparer::Preparer() : impl_(std::make_unique<Impl>()) {}
+Preparer::~Preparer() = default;
+
+void Preparer::Walk(CallStream& calls) {
+  impl_->sim = std::make_unique<Simulator>(calls.info().cwd, calls.parent_of());
+  impl_->sim->Run(calls);
+}
+
+Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox) {
+  if (!impl_->sim) return Error(Code::kInternal, "--prepare: nothing was walked");
+  return Make(*impl_->sim, sandbox);
+}
+
+Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {
+  Preparer p;
+  CallStream calls(schedule);
+  p.Walk(calls);
+  return p.Apply(sandbox);
 }
 
 }  // namespace fay::replay

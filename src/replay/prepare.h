@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "common/status.h"
 #include "replay/sandbox.h"
@@ -37,5 +38,20 @@ struct PrepareStats {
 };
 
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox);
+
+// The same in two steps, so the walk can run while the trace loads (see CallStream).
+class Preparer {
+ public:
+  Preparer();
+  ~Preparer();
+  // Simulates the calls in recorded start order; called again, starts from scratch.
+  void Walk(CallStream& calls);
+  // Creates in the root what the walk found pre-existing.
+  Expected<PrepareStats> Apply(const Sandbox& sandbox);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace fay::replay

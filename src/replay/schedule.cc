@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -141,20 +143,116 @@ Schedule ScheduleBuilder::Finish() && {
   return s;
 }
 
+CallStream::CallStream(const Schedule& schedule)
+    : info_(schedule.info), parent_of_(&schedule.parent_of), complete_(true) {
+  std::vector<std::pair<uint32_t, uint32_t>> order;
+  for (uint32_t t = 0; t < schedule.threads.size(); ++t) {
+    for (uint32_t i = 0; i < schedule.threads[t].calls.size(); ++i) order.emplace_back(t, i);
+  }
+  // A single thread's calls are in order already (the schedule sorted them).
+  if (schedule.threads.size() > 1) {
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return schedule.threads[a.first].calls[a.second].ev.entry_ns <
+             schedule.threads[b.first].calls[b.second].ev.entry_ns;
+    });
+  }
+  ordered_.reserve(order.size());
+  for (auto [t, i] : order) ordered_.push_back(&schedule.threads[t].calls[i].ev);
+}
+
+const SyscallEvent* CallStream::Next() {
+  if (complete_) return next_ < ordered_.size() ? ordered_[next_++] : nullptr;
+  for (;;) {
+    uint64_t epoch = epoch_.load(std::memory_order_acquire);
+    if (next_ < published_.load(std::memory_order_acquire))
+      return &base_.load(std::memory_order_acquire)[next_++].ev;
+    if (abandoned_.load(std::memory_order_acquire)) return nullptr;
+    if (ended_.load(std::memory_order_acquire)) {
+      // End comes after the last Publish: seen ended, the final count is visible.
+      if (next_ < published_.load(std::memory_order_acquire)) continue;
+      return nullptr;
+    }
+    epoch_.wait(epoch, std::memory_order_acquire);
+  }
+}
+
+void CallStream::Publish(const Call* base, size_t n) {
+  base_.store(base, std::memory_order_release);
+  published_.store(n, std::memory_order_release);
+  epoch_.fetch_add(1, std::memory_order_release);
+  epoch_.notify_all();
+}
+
+void CallStream::End() {
+  ended_.store(true, std::memory_order_release);
+  epoch_.fetch_add(1, std::memory_order_release);
+  epoch_.notify_all();
+}
+
+void CallStream::Abandon() {
+  abandoned_.store(true, std::memory_order_release);
+  epoch_.fetch_add(1, std::memory_order_release);
+  epoch_.notify_all();
+}
+
 Expected<Schedule> LoadSchedule(const std::string& path) {
+  return LoadSchedule(path, {});
+}
+
+Expected<Schedule> LoadSchedule(const std::string& path,
+                                const std::function<void(CallStream&)>& walk) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   // Equal buffers (W3's 10,000 files of a few hundred contents) share one copy: loading then
   // costs the distinct bytes, not every byte the program moved.
   reader.ShareBlobs(true);
   uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
+  // One thread throughout, says the index: its calls can be walked while they load.
+  std::optional<int32_t> only_tid;
+  bool one_thread = reader.has_footer();
   for (const trace::ChunkRef& c : reader.chunks()) {
-    if (c.type == trace::ChunkType::kEvents) indexed += c.count;
+    if (c.type != trace::ChunkType::kEvents) continue;
+    indexed += c.count;
+    if (!c.indexed || c.tids.size() > 1) one_thread = false;
+    for (int32_t tid : c.tids) {
+      if (only_tid && *only_tid != tid) one_thread = false;
+      only_tid = tid;
+    }
   }
   ScheduleBuilder builder(indexed);
+  CallStream stream;
+  stream.info_ = reader.info();
+  std::thread walker;
+  bool streaming = walk && one_thread && only_tid && indexed > 0;
+  if (streaming) walker = std::thread([&] { walk(stream); });
+  size_t unpublished = 0;
   // Taken, not copied, and straight into the thread's list.
   Status st = reader.ForEachTaking(
-      trace::ReadFilter{}, [&](SyscallEvent&& ev) { builder.Add(std::move(ev)); },
+      trace::ReadFilter{},
+      [&](SyscallEvent&& ev) {
+        // The calls must stay where the walker reads them: a thread the index did not name,
+        // or more calls than it counted, and the walk starts again once the load is done.
+        if (streaming && (ev.tid != *only_tid || builder.first_count() >= indexed)) {
+          stream.Abandon();
+          streaming = false;
+        }
+        builder.Add(std::move(ev));
+        if (streaming && ++unpublished == 256) {
+          stream.Publish(builder.first_calls(), builder.first_count());
+          unpublished = 0;
+        }
+      },
       [&](const ProcessEvent& ev) { builder.Add(ev); });
+  bool walked = false;
+  if (walker.joinable()) {
+    if (streaming && st.ok()) {
+      stream.Publish(builder.first_calls(), builder.first_count());
+      stream.End();
+      walked = true;
+    } else {
+      stream.Abandon();
+    }
+    walker.join();
+  }
   if (!st.ok()) return st;
   uint64_t lost = reader.stats().lost_events;
   if (lost > 0) {
@@ -164,6 +262,10 @@ Expected<Schedule> LoadSchedule(const std::string& path) {
   }
   Schedule s = std::move(builder).Finish();
   s.info = reader.info();
+  if (walk && !walked) {
+    CallStream all(s);
+    walk(all);
+  }
   return s;
 }
 

@@ -13,7 +13,9 @@
 // later call of its thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,6 +55,50 @@ struct Schedule {
 // Reads the whole trace. Errors carry the reader's file offsets.
 Expected<Schedule> LoadSchedule(const std::string& path);
 
+// A trace's calls in recorded start order, handed to a walk over them (--prepare's) while the
+// trace is still loading when it can be: a trace whose index shows one thread is in start
+// order in the file, and its calls stay where they are put. Otherwise the walk sees them once
+// the schedule is complete.
+class CallStream {
+ public:
+  CallStream() = default;
+  // Over a complete schedule: its calls in start order, threads interleaved by entry time.
+  explicit CallStream(const Schedule& schedule);
+
+  // The next call, or nullptr at the end (or when the walk must start again: see
+  // LoadSchedule). Blocks until the loader has it.
+  const SyscallEvent* Next();
+  const RecordingInfo& info() const { return info_; }
+  // Which process forked which (null while streaming: a one-thread trace forks none that
+  // makes calls).
+  const std::map<int32_t, int32_t>* parent_of() const { return parent_of_; }
+
+ private:
+  friend Expected<Schedule> LoadSchedule(const std::string&,
+                                         const std::function<void(CallStream&)>&);
+  void Publish(const Call* base, size_t n);
+  void End();
+  void Abandon();
+  RecordingInfo info_;
+  const std::map<int32_t, int32_t>* parent_of_ = nullptr;
+  std::atomic<uint64_t> epoch_{0};  // bumped by each of the three above
+  // Streaming from the loader:
+  std::atomic<const Call*> base_{nullptr};
+  std::atomic<size_t> published_{0};
+  std::atomic<bool> ended_{false};
+  std::atomic<bool> abandoned_{false};
+  size_t next_ = 0;
+  // From a complete schedule:
+  std::vector<const SyscallEvent*> ordered_;
+  bool complete_ = false;
+};
+
+// As LoadSchedule, running `walk` over the calls (on another thread while loading, when the
+// trace allows it). `walk` runs once; when streaming had to stop (the index was wrong about the
+// threads), it runs again from the start over the complete schedule, so it must reset itself.
+Expected<Schedule> LoadSchedule(const std::string& path,
+                                const std::function<void(CallStream&)>& walk);
+
 // Builds a schedule from events handed over one at a time, in trace order, without holding
 // them twice: each goes straight to its thread's list.
 class ScheduleBuilder {
@@ -64,6 +110,14 @@ class ScheduleBuilder {
   void Add(const ProcessEvent& ev);
   // Orders each thread's calls and computes the dependencies.
   Schedule Finish() &&;
+
+  // The first thread's calls so far, where they stay while fewer than expected_calls were
+  // added (the list was sized for them); nullptr before the first call.
+  const Call* first_calls() const {
+    return s_.threads.empty() ? nullptr : s_.threads[0].calls.data();
+  }
+  size_t first_count() const { return s_.threads.empty() ? 0 : s_.threads[0].calls.size(); }
+  size_t thread_count() const { return s_.threads.size(); }
 
  private:
   Schedule s_;

@@ -132,6 +132,37 @@ TEST(ScheduleTest, LoadsAManyChunkTraceInFileOrder) {
   }
 }
 
+// --prepare's walk sees every call once, in start order: while the trace loads when it has one
+// thread, from the complete schedule otherwise.
+TEST(ScheduleTest, AWalkSeesEveryCallInStartOrder) {
+  testing::ScratchDir dir;
+  for (int threads : {1, 2}) {
+    std::string path = dir.File("walk" + std::to_string(threads) + ".fay");
+    constexpr int kCalls = 3000;
+    {
+      trace::WriterOptions wo;
+      wo.chunk_bytes = 512;  // many chunks, so the walk overlaps the load
+      auto w = trace::Writer::Create(path, RecordingInfo{}, wo);
+      ASSERT_TRUE(w.ok()) << w.status().message();
+      for (int i = 0; i < kCalls; ++i)
+        (*w)->Append(Call(1 + i % threads, 10 + 10 * i, 15 + 10 * i, sysno::getppid, 1));
+      ASSERT_TRUE((*w)->Close().ok());
+    }
+    std::vector<uint64_t> seen;
+    int walks = 0;
+    auto s = LoadSchedule(path, [&](CallStream& calls) {
+      ++walks;
+      seen.clear();
+      while (const SyscallEvent* ev = calls.Next()) seen.push_back(ev->entry_ns);
+    });
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(walks, 1);
+    ASSERT_EQ(seen.size(), static_cast<size_t>(kCalls)) << threads << " threads";
+    for (int i = 0; i < kCalls; ++i) ASSERT_EQ(seen[i], 10u + 10u * i) << "call " << i;
+    EXPECT_EQ(s->calls, static_cast<uint64_t>(kCalls));
+  }
+}
+
 TEST(ScheduleTest, EqualBuffersShareOneCopy) {
   testing::ScratchDir dir;
   std::string path = dir.File("shared.fay");
