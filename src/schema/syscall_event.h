@@ -75,6 +75,13 @@ struct SyscallEvent {
   int32_t cpu = -1;  // the CPU the call returned on (entered on, for an enter/return pair); -1
                      // when the backend cannot tell (ptrace)
   std::vector<CapturedBuffer> buffers;
+
+  // Bytes captured in all the buffers, however each is held.
+  uint64_t CapturedBytes() const {
+    uint64_t n = 0;
+    for (const CapturedBuffer& b : buffers) n += b.Size();
+    return n;
+  }
 };
 
 // Process-tree events, so readers and the replayer can rebuild who-forked-whom without

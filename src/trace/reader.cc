@@ -377,7 +377,7 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     sinks.want_syscall = [&](const SyscallEvent& ev) { return filter.Matches(ev); };
   sinks.syscall = [&](SyscallEvent& ev) {
     ++stats_.syscall_events;
-    for (const CapturedBuffer& b : ev.buffers) stats_.bytes_captured += b.View().size();
+    stats_.bytes_captured += ev.CapturedBytes();
     if (on_syscall) on_syscall(ev);
   };
   sinks.process = [&](const ProcessEvent& ev) {

@@ -12,15 +12,6 @@
 #include "trace/header_codec.h"
 
 namespace fay::trace {
-namespace {
-
-size_t BufferBytes(const SyscallEvent& ev) {
-  size_t n = 0;
-  for (const CapturedBuffer& b : ev.buffers) n += b.Size();
-  return n;
-}
-
-}  // namespace
 
 Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const RecordingInfo& info,
                                                  WriterOptions options) {
@@ -93,7 +84,7 @@ bool Writer::Enqueue(std::span<Item> items) {
   size_t bytes = 0;
   for (const Item& item : items) {
     if (const auto* ev = std::get_if<SyscallEvent>(&item))
-      bytes += sizeof(SyscallEvent) + BufferBytes(*ev);
+      bytes += sizeof(SyscallEvent) + ev->CapturedBytes();
     else if (const auto* pe = std::get_if<ProcessEvent>(&item))
       bytes += sizeof(ProcessEvent) + pe->path.size();
     else
@@ -236,7 +227,7 @@ void Writer::EncodeSyscall(const SyscallEvent& ev) {
   }
   ++stats_.syscall_events;
   ++pending_syscalls_;
-  stats_.bytes_captured += BufferBytes(ev);
+  stats_.bytes_captured += ev.CapturedBytes();
   IndexRecord(ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns));
 }
 

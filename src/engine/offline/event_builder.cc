@@ -121,12 +121,9 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
         v = exited && ev.exit_ns >= ev.entry_ns ? static_cast<int64_t>(ev.exit_ns - ev.entry_ns)
                                                 : int64_t{0};
         break;
-      case FieldSource::kBytes: {
-        uint64_t total = 0;
-        for (const CapturedBuffer& b : ev.buffers) total += b.bytes.size();
-        v = static_cast<int64_t>(total);
+      case FieldSource::kBytes:
+        v = static_cast<int64_t>(ev.CapturedBytes());
         break;
-      }
       case FieldSource::kPath:
         std::get<std::string>(v).assign(path.data(), path.size());
         break;

@@ -60,7 +60,7 @@ class ChromeExporter : public Exporter {
     else
       j.Int(ev.ret);
     j.Key("errno").Int(Errno(ev));
-    j.Key("bytes").Uint(CapturedBytes(ev));
+    j.Key("bytes").Uint(ev.CapturedBytes());
     j.Key("call").String(CallText(ev));
     j.EndObject();
     j.EndObject();

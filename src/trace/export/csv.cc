@@ -47,7 +47,7 @@ class CsvExporter : public Exporter {
     else
       fmt::format_to(std::back_inserter(line_), ",{}", ev.ret);
     fmt::format_to(std::back_inserter(line_), ",{},{},{},", Errno(ev), Latency(ev),
-                   CapturedBytes(ev));
+                   ev.CapturedBytes());
     std::string named;
     for (int i = 0; i < ArgCount(ev.nr); ++i) {
       int64_t v = ArgInt(ev.nr, i, ev.args[i]);

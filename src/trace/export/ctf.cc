@@ -79,7 +79,7 @@ class CtfExporter : public Exporter {
     Put<int64_t>(events_, ev.ret);
     Put<int64_t>(events_, Errno(ev));
     Put<uint64_t>(events_, Latency(ev));
-    Put<uint64_t>(events_, CapturedBytes(ev));
+    Put<uint64_t>(events_, ev.CapturedBytes());
     PutString(events_, CallText(ev));
     ++count_;
     if (events_.size() >= kPacketTarget) return FlushPacket();

@@ -28,11 +28,6 @@ inline int64_t Errno(const SyscallEvent& ev) {
 inline uint64_t Latency(const SyscallEvent& ev) {
   return !(ev.flags & kEventNoExit) && ev.exit_ns >= ev.entry_ns ? ev.exit_ns - ev.entry_ns : 0;
 }
-inline uint64_t CapturedBytes(const SyscallEvent& ev) {
-  uint64_t n = 0;
-  for (const CapturedBuffer& b : ev.buffers) n += b.bytes.size();
-  return n;
-}
 inline std::string_view Comm(const SyscallEvent& ev) {
   size_t n = 0;
   while (n < ev.comm.size() && ev.comm[n]) ++n;

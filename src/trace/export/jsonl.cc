@@ -41,7 +41,7 @@ class JsonlExporter : public Exporter {
       j.Int(ev.ret);
     j.Key("errno").Int(Errno(ev));
     j.Key("latency").Uint(Latency(ev));
-    j.Key("bytes").Uint(CapturedBytes(ev));
+    j.Key("bytes").Uint(ev.CapturedBytes());
     j.Key("text").String(CallText(ev));
     if (options_.buffers && !ev.buffers.empty()) {
       j.Key("buffers").BeginArray();
