@@ -117,7 +117,6 @@ class ScheduleBuilder {
     return s_.threads.empty() ? nullptr : s_.threads[0].calls.data();
   }
   size_t first_count() const { return s_.threads.empty() ? 0 : s_.threads[0].calls.size(); }
-  size_t thread_count() const { return s_.threads.size(); }
 
  private:
   Schedule s_;

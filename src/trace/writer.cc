@@ -74,11 +74,7 @@ bool Writer::AppendBatch(std::vector<Item>* items) {
 bool Writer::Enqueue(std::span<Item> items) {
   if (items.empty()) return true;
   if (opts_.encode_on_caller) {
-    if (closed_ || thread_failed_) {
-      std::lock_guard lk(mu_);
-      dropped_ += items.size();
-      return false;
-    }
+    if (RefusedOnCaller(items.size())) return false;
     return EncodeNow(items);
   }
   size_t bytes = 0;
@@ -165,18 +161,30 @@ void Writer::FlushIfDue() {
   }
 }
 
-bool Writer::EncodeNow(std::span<const Item> items) {
-  for (size_t i = 0; i < items.size(); ++i) {
+bool Writer::RefusedOnCaller(size_t n) {
+  if (!closed_ && !thread_failed_) return false;
+  std::lock_guard lk(mu_);
+  dropped_ += n;
+  return true;
+}
+
+template <typename Fn>
+bool Writer::EncodeEach(size_t n, Fn&& encode) {
+  for (size_t i = 0; i < n; ++i) {
     if (thread_failed_) {
-      stats_.dropped_events += items.size() - i;
+      stats_.dropped_events += n - i;
       break;
     }
-    Encode(items[i]);
+    encode(i);
   }
   FlushIfDue();
   std::lock_guard lk(mu_);
   published_ = stats_;
   return !thread_failed_;
+}
+
+bool Writer::EncodeNow(std::span<const Item> items) {
+  return EncodeEach(items.size(), [&](size_t i) { Encode(items[i]); });
 }
 
 void Writer::Tick() {
@@ -192,24 +200,10 @@ bool Writer::AppendSyscalls(std::vector<SyscallEvent>* events) {
     events->clear();
     return Enqueue(items);
   }
-  if (closed_ || thread_failed_) {
-    std::lock_guard lk(mu_);
-    dropped_ += events->size();
-    events->clear();
-    return false;
-  }
-  for (size_t i = 0; i < events->size(); ++i) {
-    if (thread_failed_) {
-      stats_.dropped_events += events->size() - i;
-      break;
-    }
-    EncodeSyscall((*events)[i]);
-  }
+  bool ok = !RefusedOnCaller(events->size()) &&
+            EncodeEach(events->size(), [&](size_t i) { EncodeSyscall((*events)[i]); });
   events->clear();
-  FlushIfDue();
-  std::lock_guard lk(mu_);
-  published_ = stats_;
-  return !thread_failed_;
+  return ok;
 }
 
 void Writer::EncodeSyscall(const SyscallEvent& ev) {

@@ -120,6 +120,11 @@ class Writer {
   void EncodeSyscall(const SyscallEvent& ev);
   void IndexRecord(uint64_t first, uint64_t last);
   bool EncodeNow(std::span<const Item> items);  // encode_on_caller: in the caller's thread
+  // encode_on_caller, once closed or failed: counts n events as dropped and says so.
+  bool RefusedOnCaller(size_t n);
+  // Encodes n events with encode(i), then writes what is due and publishes the stats.
+  template <typename Fn>
+  bool EncodeEach(size_t n, Fn&& encode);
   void FlushIfDue();
   void StoreBlob(const Hash128& h, const uint8_t* data, size_t n);
   void FlushEvents();

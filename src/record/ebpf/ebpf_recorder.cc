@@ -567,25 +567,24 @@ void EbpfRecorder::Deliver() {
   auto& sc = out_.syscalls;
   auto& pr = out_.processes;
   size_t calls = sc.size();
+  bool handed;
   if (pr.empty()) {
-    if (writer_->AppendSyscalls(&sc))
-      result_.syscalls += calls;
-    else if (calls > 0)
-      write_failed_ = true;
-    return;
+    handed = writer_->AppendSyscalls(&sc);
+  } else {
+    // Process events first within a group would reorder them against calls; merge by time.
+    size_t i = 0, j = 0;
+    while (i < sc.size() || j < pr.size()) {
+      bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
+      if (take_proc)
+        batch_.emplace_back(std::move(pr[j++]));
+      else
+        batch_.emplace_back(std::move(sc[i++]));
+    }
+    sc.clear();
+    pr.clear();
+    handed = writer_->AppendBatch(&batch_);
   }
-  // Process events first within a group would reorder them against calls; merge by time.
-  size_t i = 0, j = 0;
-  while (i < sc.size() || j < pr.size()) {
-    bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
-    if (take_proc)
-      batch_.emplace_back(std::move(pr[j++]));
-    else
-      batch_.emplace_back(std::move(sc[i++]));
-  }
-  sc.clear();
-  pr.clear();
-  if (writer_->AppendBatch(&batch_))
+  if (handed)
     result_.syscalls += calls;
   else if (calls > 0)
     write_failed_ = true;
