@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,6 +56,43 @@ struct Proc {
 
 bool Failed(int64_t ret) {
   return ret < 0 && ret >= -4095;
+}
+
+// Writes each run of back-to-back pieces with one pwritev: a file read in 4 KiB calls is a
+// quarter of a million pieces per gigabyte. Pieces that overlap or leave a gap start a new run,
+// so later offsets still land over earlier ones as they would one write at a time.
+bool WriteContent(int fd, const std::map<uint64_t, std::span<const uint8_t>>& content,
+                  uint64_t* written) {
+  constexpr size_t kMaxIov = 1024;  // IOV_MAX on Linux
+  std::vector<iovec> iov;
+  auto it = content.begin();
+  while (it != content.end()) {
+    uint64_t start = it->first, end = start;
+    iov.clear();
+    for (; it != content.end() && it->first == end && iov.size() < kMaxIov; ++it) {
+      iov.push_back({const_cast<uint8_t*>(it->second.data()), it->second.size()});
+      end += it->second.size();
+    }
+    // A short write (a signal, a full disk) continues where it stopped.
+    size_t first = 0;
+    uint64_t at = start;
+    while (first < iov.size()) {
+      ssize_t n = ::pwritev(fd, iov.data() + first, static_cast<int>(iov.size() - first),
+                            static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      at += static_cast<uint64_t>(n);
+      *written += static_cast<uint64_t>(n);
+      for (size_t left = static_cast<size_t>(n); left > 0 && first < iov.size();) {
+        size_t take = std::min(left, iov[first].iov_len);
+        iov[first].iov_base = static_cast<uint8_t*>(iov[first].iov_base) + take;
+        iov[first].iov_len -= take;
+        left -= take;
+        if (iov[first].iov_len == 0) ++first;
+      }
+    }
+  }
+  return true;
 }
 
 Kind KindOfMode(uint32_t mode) {
@@ -507,13 +545,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
         return Status::Ok();
       }
       UniqueFd f(fd);
-      for (const auto& [off, bytes] : n.content) {
-        if (::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off)) !=
-            static_cast<ssize_t>(bytes.size())) {
-          return ErrnoError("--prepare: write " + path);
-        }
-        st->bytes += bytes.size();
-      }
+      if (!WriteContent(fd, n.content, &st->bytes)) return ErrnoError("--prepare: write " + path);
       uint64_t size = n.have_stat ? n.size : n.data_end;
       if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
         return ErrnoError("--prepare: truncate " + path);

@@ -38,16 +38,22 @@ struct CapturedBuffer {
   bool truncated = false;     // bytes.size() < length because of --max-buffer
   bool not_captured = false;  // the memory could not be read (unmapped / not present)
   std::vector<uint8_t> bytes;
-  // Set instead of `bytes` by a reader asked to share blob storage (Reader::ShareBlobs): equal
-  // buffers then hold one copy between them. View() reads whichever is set.
-  std::shared_ptr<const std::vector<uint8_t>> shared;
+  // Set instead of `bytes` by a reader asked to share blob storage (Reader::ShareBlobs): the
+  // bytes stay where the reader decoded them (the blob chunk), which `data` keeps alive, so
+  // equal buffers hold one copy between them. View() reads whichever is set.
+  struct SharedBytes {
+    std::shared_ptr<const uint8_t> data;
+    size_t size = 0;
+  };
+  SharedBytes shared;
   // Set instead of `bytes` by a recorder that stored the bytes in the writer's blob store
   // straight from where it received them (the eBPF consumer: one copy of every byte less).
   // Only the writer reads it; View() is then empty.
   std::optional<StoredBlob> stored;
 
   std::span<const uint8_t> View() const {
-    return shared ? std::span<const uint8_t>(*shared) : std::span<const uint8_t>(bytes);
+    return shared.data ? std::span<const uint8_t>(shared.data.get(), shared.size)
+                       : std::span<const uint8_t>(bytes);
   }
   // Bytes captured, however they are held.
   uint64_t Size() const { return stored ? stored->size : View().size(); }

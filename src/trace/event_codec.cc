@@ -313,9 +313,8 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
         if (sinks.want_syscall && !sinks.want_syscall(sys)) break;
         for (const PendingBlob& pb : blobs) {
           if (sinks.shared_blob) {
-            auto shared = sinks.shared_blob(pb.hash, pb.size);
-            if (!shared.ok()) return bad(shared.status().message());
-            sys.buffers[pb.buffer].shared = std::move(shared).value();
+            Status s = sinks.shared_blob(pb.hash, pb.size, &sys.buffers[pb.buffer].shared);
+            if (!s.ok()) return bad(s.message());
             continue;
           }
           Status s = sinks.blob(pb.hash, pb.size, &sys.buffers[pb.buffer].bytes);

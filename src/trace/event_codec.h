@@ -93,8 +93,7 @@ struct DecodeSinks {
   // Fills *bytes with the blob's content, or fails when the blob is unknown or unreadable.
   std::function<Status(const Hash128&, uint64_t size, std::vector<uint8_t>* bytes)> blob;
   // When set, used instead of `blob`: the buffer points to one shared copy of the blob.
-  std::function<Expected<std::shared_ptr<const std::vector<uint8_t>>>(const Hash128&,
-                                                                      uint64_t size)>
+  std::function<Status(const Hash128&, uint64_t size, CapturedBuffer::SharedBytes* shared)>
       shared_blob;
 };
 

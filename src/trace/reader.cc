@@ -305,6 +305,10 @@ void Reader::AddBlob(const Hash128& h, BlobLoc loc) {
 Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
   for (const CachedChunk& c : cache_)
     if (c.chunk == index) return c.raw;
+  // Buffers shared out of a chunk keep it alive after the cache lets go of it: reuse that copy
+  // rather than decode a second one.
+  if (index < live_chunks_.size())
+    if (auto live = live_chunks_[index].lock()) return live;
   const ChunkRef& c = chunks_[index];
   ChunkHeader h;
   auto raw = std::make_shared<Bytes>();
@@ -315,10 +319,15 @@ Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
   for (const BlobEntry& e : entries) AddBlob(e.hash, BlobLoc{index, e.offset, e.size});
   if (cache_.size() == kBlobCacheChunks) cache_.pop_front();
   cache_.push_back(CachedChunk{index, raw});
+  if (share_blobs_) {
+    if (live_chunks_.size() <= index) live_chunks_.resize(chunks_.size());
+    live_chunks_[index] = raw;
+  }
   return std::shared_ptr<const Bytes>(raw);
 }
 
-Status Reader::ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
+Expected<std::pair<Reader::BlobLoc, std::shared_ptr<const Bytes>>> Reader::FindBlob(
+    const Hash128& h, uint64_t size) {
   auto it = blobs_.find(h);
   if (it == blobs_.end())
     return Error(Code::kIo,
@@ -330,22 +339,24 @@ Status Reader::ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>
   FAY_ASSIGN_OR_RETURN(auto raw, BlobChunk(loc.chunk));
   if (uint64_t{loc.offset} + loc.size > raw->size())
     return Error(Code::kIo, fmt::format("blob {} lies outside its chunk", HashHex(h)));
-  out->assign(raw->begin() + loc.offset, raw->begin() + loc.offset + loc.size);
   stats_.blob_bytes_referenced += loc.size;
+  return std::make_pair(loc, std::move(raw));
+}
+
+Status Reader::ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
+  FAY_ASSIGN_OR_RETURN(auto found, FindBlob(h, size));
+  const auto& [loc, raw] = found;
+  out->assign(raw->begin() + loc.offset, raw->begin() + loc.offset + loc.size);
   return Status::Ok();
 }
 
-Expected<std::shared_ptr<const std::vector<uint8_t>>> Reader::SharedBlob(const Hash128& h,
-                                                                         uint64_t size) {
-  std::weak_ptr<const std::vector<uint8_t>>& slot = shared_[h];
-  if (auto live = slot.lock(); live && live->size() == size) {
-    stats_.blob_bytes_referenced += size;
-    return live;
-  }
-  auto fresh = std::make_shared<std::vector<uint8_t>>();
-  FAY_RETURN_IF_ERROR(ResolveBlob(h, size, fresh.get()));
-  slot = fresh;
-  return std::shared_ptr<const std::vector<uint8_t>>(std::move(fresh));
+Status Reader::SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {
+  FAY_ASSIGN_OR_RETURN(auto found, FindBlob(h, size));
+  auto& [loc, raw] = found;
+  const uint8_t* at = raw->data() + loc.offset;
+  out->data = std::shared_ptr<const uint8_t>(std::move(raw), at);
+  out->size = loc.size;
+  return Status::Ok();
 }
 
 Status Reader::ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process) {
@@ -395,7 +406,9 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     return ResolveBlob(h, size, out);
   };
   if (share_blobs_)
-    sinks.shared_blob = [this](const Hash128& h, uint64_t size) { return SharedBlob(h, size); };
+    sinks.shared_blob = [this](const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {
+      return SharedBlob(h, size, out);
+    };
   Bytes raw;
   uint32_t events_seen = 0;
   for (uint32_t i = 0; i < chunks_.size(); ++i) {

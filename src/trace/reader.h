@@ -144,8 +144,11 @@ class Reader {
   Expected<std::shared_ptr<const Bytes>> BlobChunk(uint32_t index);
   Status Walk(const ReadFilter& filter, const std::function<void(SyscallEvent&)>& on_syscall,
               const ProcessFn& on_process);
+  // Where blob h lies, and its chunk's bytes; checks that the reference names its size.
+  Expected<std::pair<BlobLoc, std::shared_ptr<const Bytes>>> FindBlob(const Hash128& h,
+                                                                      uint64_t size);
   Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
-  Expected<std::shared_ptr<const std::vector<uint8_t>>> SharedBlob(const Hash128& h, uint64_t size);
+  Status SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out);
   std::string Where(const ChunkRef& c) const;
   void AddBlob(const Hash128& h, BlobLoc loc);
 
@@ -167,7 +170,8 @@ class Reader {
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
   bool share_blobs_ = false;
-  std::unordered_map<Hash128, std::weak_ptr<const std::vector<uint8_t>>, Hash128Hasher> shared_;
+  // Per chunk index: a blob chunk that buffers shared out of it still hold.
+  std::vector<std::weak_ptr<const Bytes>> live_chunks_;
   std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();
   ReaderStats stats_;
 };

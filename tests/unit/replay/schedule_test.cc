@@ -196,5 +196,43 @@ TEST(ScheduleTest, EqualBuffersShareOneCopy) {
   EXPECT_EQ(calls[1].ev.buffers[0].View()[0], 1);
 }
 
+// Shared buffers point into their blob chunk. A blob referenced again after the reader's
+// chunk cache has turned over still resolves to that one copy, not a chunk decoded again.
+TEST(ScheduleTest, ABlobReferencedAfterItsChunkLeftTheCacheIsStillOneCopy) {
+  testing::ScratchDir dir;
+  std::string path = dir.File("late.fay");
+  constexpr int kDistinct = 12;
+  trace::WriterOptions opts;
+  opts.blob_chunk_bytes = 8 << 10;  // two blobs a chunk: six chunks, more than the cache holds
+  {
+    auto w = trace::Writer::Create(path, RecordingInfo{}, opts);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    for (int i = 0; i <= kDistinct; ++i) {
+      SyscallEvent ev = Call(1, 10 + 10 * i, 15 + 10 * i, sysno::read, 4096);
+      CapturedBuffer b;
+      b.arg = 1;
+      b.dir = BufferDir::kOut;
+      b.length = 4096;
+      b.bytes.assign(4096, static_cast<uint8_t>(i % kDistinct + 1));  // the last repeats the first
+      ev.buffers.push_back(b);
+      (*w)->Append(ev);
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto s = LoadSchedule(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const auto& calls = s->threads.at(0).calls;
+  ASSERT_EQ(calls.size(), static_cast<size_t>(kDistinct + 1));
+  for (int i = 0; i <= kDistinct; ++i) {
+    ASSERT_EQ(calls[i].ev.buffers.size(), 1u);
+    auto v = calls[i].ev.buffers[0].View();
+    ASSERT_EQ(v.size(), 4096u) << "call " << i;
+    EXPECT_EQ(v[0], i % kDistinct + 1) << "call " << i;
+    EXPECT_EQ(v[4095], i % kDistinct + 1) << "call " << i;
+  }
+  EXPECT_EQ(calls[0].ev.buffers[0].View().data(), calls[kDistinct].ev.buffers[0].View().data());
+  EXPECT_NE(calls[0].ev.buffers[0].View().data(), calls[1].ev.buffers[0].View().data());
+}
+
 }  // namespace
 }  // namespace fay::replay
