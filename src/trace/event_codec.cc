@@ -312,6 +312,12 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
         if (!DecodeSyscallBody(br, st, cache, &sys, &blobs)) return bad("malformed syscall record");
         if (sinks.want_syscall && !sinks.want_syscall(sys)) break;
         for (const PendingBlob& pb : blobs) {
+          if (sinks.blob_ref) {
+            Status s = sinks.blob_ref(pb.hash, pb.size);
+            if (!s.ok()) return bad(s.message());
+            sys.buffers[pb.buffer].stored = StoredBlob{pb.hash.lo, pb.hash.hi, pb.size};
+            continue;
+          }
           if (sinks.shared_blob) {
             Status s = sinks.shared_blob(pb.hash, pb.size, &sys.buffers[pb.buffer].shared);
             if (!s.ok()) return bad(s.message());

@@ -92,6 +92,9 @@ struct DecodeSinks {
   std::function<void(const LossRecord&)> loss;
   // Fills *bytes with the blob's content, or fails when the blob is unknown or unreadable.
   std::function<Status(const Hash128&, uint64_t size, std::vector<uint8_t>* bytes)> blob;
+  // When set, used instead of `blob` and `shared_blob`: the buffer is left unread, as a
+  // CapturedBuffer::stored reference, once this has checked the reference.
+  std::function<Status(const Hash128&, uint64_t size)> blob_ref;
   // When set, used instead of `blob`: the buffer points to one shared copy of the blob.
   std::function<Status(const Hash128&, uint64_t size, CapturedBuffer::SharedBytes* shared)>
       shared_blob;

@@ -326,8 +326,7 @@ Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
   return std::shared_ptr<const Bytes>(raw);
 }
 
-Expected<std::pair<Reader::BlobLoc, std::shared_ptr<const Bytes>>> Reader::FindBlob(
-    const Hash128& h, uint64_t size) {
+Status Reader::CheckBlob(const Hash128& h, uint64_t size) {
   auto it = blobs_.find(h);
   if (it == blobs_.end())
     return Error(Code::kIo,
@@ -335,11 +334,17 @@ Expected<std::pair<Reader::BlobLoc, std::shared_ptr<const Bytes>>> Reader::FindB
   if (it->second.size != size)
     return Error(Code::kIo, fmt::format("references blob {} as {} bytes, the store holds {}",
                                         HashHex(h), size, it->second.size));
-  BlobLoc loc = it->second;
+  stats_.blob_bytes_referenced += size;
+  return Status::Ok();
+}
+
+Expected<std::pair<Reader::BlobLoc, std::shared_ptr<const Bytes>>> Reader::FindBlob(
+    const Hash128& h, uint64_t size) {
+  FAY_RETURN_IF_ERROR(CheckBlob(h, size));
+  BlobLoc loc = blobs_.find(h)->second;
   FAY_ASSIGN_OR_RETURN(auto raw, BlobChunk(loc.chunk));
   if (uint64_t{loc.offset} + loc.size > raw->size())
     return Error(Code::kIo, fmt::format("blob {} lies outside its chunk", HashHex(h)));
-  stats_.blob_bytes_referenced += loc.size;
   return std::make_pair(loc, std::move(raw));
 }
 
@@ -405,6 +410,8 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
   sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
     return ResolveBlob(h, size, out);
   };
+  if (skip_blobs_)
+    sinks.blob_ref = [this](const Hash128& h, uint64_t size) { return CheckBlob(h, size); };
   if (share_blobs_)
     sinks.shared_blob = [this](const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {
       return SharedBlob(h, size, out);

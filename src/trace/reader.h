@@ -122,6 +122,11 @@ class Reader {
   // distinct blob, instead of a copy each in `bytes`: a caller keeping the whole trace (the
   // replay) holds each distinct content once. The copies live as long as a buffer points to them.
   void ShareBlobs(bool on) { share_blobs_ = on; }
+  // From now on, buffers stored as blobs are not read: they come back as CapturedBuffer::stored
+  // references (their size and hash), checked against the blob index but with no byte read.
+  // For callers that look only at sizes (fay info): a trace's bytes are mostly its blobs.
+  // Damage inside a blob chunk then goes unseen.
+  void SkipBlobs(bool on) { skip_blobs_ = on; }
 
  private:
   struct BlobLoc {
@@ -147,6 +152,7 @@ class Reader {
   // Where blob h lies, and its chunk's bytes; checks that the reference names its size.
   Expected<std::pair<BlobLoc, std::shared_ptr<const Bytes>>> FindBlob(const Hash128& h,
                                                                       uint64_t size);
+  Status CheckBlob(const Hash128& h, uint64_t size);  // known, and of that size
   Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
   Status SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out);
   std::string Where(const ChunkRef& c) const;
@@ -170,6 +176,7 @@ class Reader {
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
   bool share_blobs_ = false;
+  bool skip_blobs_ = false;
   // Per chunk index: a blob chunk that buffers shared out of it still hold.
   std::vector<std::weak_ptr<const Bytes>> live_chunks_;
   std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();

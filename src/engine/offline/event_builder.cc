@@ -69,6 +69,7 @@ EventBuilder::EventBuilder(const Plan& plan) {
       if (f.source == FieldSource::kPath) needs_paths_ = true;
     }
     if (!pp.strings.empty()) pp.event.user_strings.resize(probe.fields.size());
+    if (!pp.strings.empty() || needs_paths_) needs_bytes_ = true;
   }
 }
 

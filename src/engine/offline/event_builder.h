@@ -21,6 +21,9 @@ class EventBuilder {
 
   // Whether the plan reads `path`: the fd table must then see every call in file order.
   bool needs_paths() const { return needs_paths_; }
+  // Whether the plan reads any captured bytes (a path, or str() of an argument): when not, the
+  // reader can leave the blob store unread.
+  bool needs_bytes() const { return needs_bytes_; }
 
   // The plan's probe for syscall nr, or -1 when the query does not trace it.
   int ProbeOf(int nr) const {
@@ -50,6 +53,7 @@ class EventBuilder {
   std::vector<int> probe_of_nr_;
   std::vector<PerProbe> probes_;
   bool needs_paths_ = false;
+  bool needs_bytes_ = false;
 };
 
 // An argument value as the live probe loads it (see bpf/codegen/field_gen.cc).

@@ -63,6 +63,7 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
       w.status = own.status();
       return;
     }
+    own->SkipBlobs(!w.builder.needs_bytes());
     trace::ReadFilter filter;
     filter.from_ns = opt.from_ns;
     filter.to_ns = opt.to_ns;
@@ -160,6 +161,7 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   };
   auto on_process = [&](const ProcessEvent& ev) { paths.OnProcess(ev); };
   const double cpu0 = ThreadCpuSeconds();
+  reader.SkipBlobs(!builder.needs_bytes());
   Status st = reader.ForEach(filter, on_syscall, on_process);
   stats->cpu_seconds = ThreadCpuSeconds() - cpu0;
   stats->chunks_skipped = reader.stats().chunks_skipped;
