@@ -29,6 +29,7 @@ struct ReplayCli {
   bool progress = false;
   bool no_progress = false;
   size_t max_mismatches = 50;
+  std::string lazy_data = "auto";
 };
 
 std::string Label(int nr) {
@@ -97,14 +98,17 @@ int Run(const ReplayCli& c) {
   replay::Preparer preparer;
   std::function<void(replay::CallStream&)> walk;
   if (c.prepare) walk = [&](replay::CallStream& calls) { preparer.Walk(calls); };
-  auto schedule = replay::LoadSchedule(c.path, walk);
+  replay::LoadOptions load;
+  if (c.lazy_data == "on") load.lazy_blob_bytes = 0;
+  if (c.lazy_data == "off") load.lazy_blob_bytes = UINT64_MAX;
+  auto schedule = replay::LoadSchedule(c.path, walk, load);
   if (!schedule.ok()) {
     fmt::print(stderr, "fay replay: {}\n", schedule.status().message());
     return 1;
   }
   auto t1 = std::chrono::steady_clock::now();
   if (c.prepare) {
-    auto st = preparer.Apply(*sandbox);
+    auto st = preparer.Apply(*sandbox, *schedule);
     if (!st.ok()) {
       fmt::print(stderr, "fay replay: {}\n", st.status().message());
       return 1;
@@ -175,6 +179,10 @@ Runner RegisterReplay(CLI::App& app) {
   cmd->add_flag("--progress", c->progress, "progress on stderr even when it is not a terminal");
   cmd->add_flag("--no-progress", c->no_progress, "no progress bar, even on a terminal");
   cmd->add_option("--max-mismatches", c->max_mismatches, "mismatches listed in full (default 50)");
+  cmd->add_option("--lazy-data", c->lazy_data,
+                  "read and write data stays in the trace until its call runs: auto (default: "
+                  "when the trace holds 64 MiB of buffers or more), on or off (all in memory)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   return [c]() { return Run(*c); };
 }
 

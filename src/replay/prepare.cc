@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -39,8 +40,14 @@ struct Node {
   uint64_t size = 0;
   uint64_t nlink = 1;
   uint64_t data_end = 0;  // end of the furthest byte read
-  // Offset -> bytes read there; the bytes stay in the schedule, which outlives Prepare.
-  std::map<uint64_t, std::span<const uint8_t>> content;
+  // Offset -> bytes read there; the bytes stay in the schedule, which outlives Prepare, or, for
+  // a lazy schedule, in the trace (`stored`).
+  struct Piece {
+    std::span<const uint8_t> bytes;
+    std::optional<StoredBlob> stored;
+    uint64_t size() const { return stored ? stored->size : bytes.size(); }
+  };
+  std::map<uint64_t, Piece> content;
   std::string target;  // symlink
 };
 
@@ -61,17 +68,28 @@ bool Failed(int64_t ret) {
 // Writes each run of back-to-back pieces with one pwritev: a file read in 4 KiB calls is a
 // quarter of a million pieces per gigabyte. Pieces that overlap or leave a gap start a new run,
 // so later offsets still land over earlier ones as they would one write at a time.
-bool WriteContent(int fd, const std::map<uint64_t, std::span<const uint8_t>>& content,
-                  uint64_t* written) {
+// Pieces a lazy schedule left in the trace are fetched a run at a time, and held while written.
+Status WriteContent(int fd, const std::map<uint64_t, Node::Piece>& content, BlobFetcher* fetcher,
+                    uint64_t* written) {
   constexpr size_t kMaxIov = 1024;  // IOV_MAX on Linux
   std::vector<iovec> iov;
+  std::vector<CapturedBuffer::SharedBytes> held;
   auto it = content.begin();
   while (it != content.end()) {
     uint64_t start = it->first, end = start;
     iov.clear();
+    held.clear();
     for (; it != content.end() && it->first == end && iov.size() < kMaxIov; ++it) {
-      iov.push_back({const_cast<uint8_t*>(it->second.data()), it->second.size()});
-      end += it->second.size();
+      std::span<const uint8_t> bytes = it->second.bytes;
+      if (it->second.stored) {
+        if (!fetcher) return Error(Code::kInternal, "--prepare: no reader for the trace's data");
+        CapturedBuffer ref;
+        ref.stored = it->second.stored;
+        FAY_RETURN_IF_ERROR(fetcher->Fetch(ref, &held.emplace_back()));
+        bytes = std::span<const uint8_t>(held.back().data.get(), held.back().size);
+      }
+      iov.push_back({const_cast<uint8_t*>(bytes.data()), bytes.size()});
+      end += bytes.size();
     }
     // A short write (a signal, a full disk) continues where it stopped.
     size_t first = 0;
@@ -80,7 +98,8 @@ bool WriteContent(int fd, const std::map<uint64_t, std::span<const uint8_t>>& co
       ssize_t n = ::pwritev(fd, iov.data() + first, static_cast<int>(iov.size() - first),
                             static_cast<off_t>(at));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
+      if (n < 0) return ErrnoError("pwritev");
+      if (n == 0) return Error(Code::kIo, "pwritev wrote nothing");
       at += static_cast<uint64_t>(n);
       *written += static_cast<uint64_t>(n);
       for (size_t left = static_cast<size_t>(n); left > 0 && first < iov.size();) {
@@ -92,7 +111,7 @@ bool WriteContent(int fd, const std::map<uint64_t, std::span<const uint8_t>>& co
       }
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 Kind KindOfMode(uint32_t mode) {
@@ -237,7 +256,11 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
     bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
     if (vec && b.sub == 0) continue;
-    if (!b.View().empty()) node.content[at] = b.View();
+    if (b.stored) {
+      node.content[at] = Node::Piece{{}, b.stored};
+    } else if (!b.View().empty()) {
+      node.content[at] = Node::Piece{b.View(), std::nullopt};
+    }
     at += b.length;
   }
 }
@@ -510,7 +533,8 @@ void Simulator::Call(const SyscallEvent& ev) {
 }
 
 // Creates one entry (parents first: the map is ordered so "/a" precedes "/a/b").
-Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareStats* st) {
+Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetcher* fetcher,
+            PrepareStats* st) {
   ParentAndName pn;
   int r = sb.Parent(path, &pn);
   if (r < 0) return ErrnoError("--prepare: " + path + ": parent directory", -r);
@@ -545,7 +569,8 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
         return Status::Ok();
       }
       UniqueFd f(fd);
-      if (!WriteContent(fd, n.content, &st->bytes)) return ErrnoError("--prepare: write " + path);
+      if (Status w = WriteContent(fd, n.content, fetcher, &st->bytes); !w.ok())
+        return Status(w.code(), "--prepare: write " + path + ": " + w.message());
       uint64_t size = n.have_stat ? n.size : n.data_end;
       if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
         return ErrnoError("--prepare: truncate " + path);
@@ -579,7 +604,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, PrepareSt
   return Status::Ok();
 }
 
-Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox) {
+Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher) {
   PrepareStats st;
   std::vector<std::pair<const std::string*, Node*>> pre;
   for (auto& [path, n] : sim.nodes()) {
@@ -591,7 +616,7 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox) {
             [](const auto& a, const auto& b) { return *a.first < *b.first; });
   for (auto [path, n] : pre) {
     if (n->kind == Kind::kUnknown) n->kind = Kind::kFile;
-    FAY_RETURN_IF_ERROR(Make(sandbox, *path, *n, &st));
+    FAY_RETURN_IF_ERROR(Make(sandbox, *path, *n, fetcher, &st));
   }
   // What was written here must not be written back to disk while the replay runs and is timed.
   if (st.bytes > 0) {
@@ -617,16 +642,21 @@ void Preparer::Walk(CallStream& calls) {
   impl_->sim->Run(calls);
 }
 
-Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox) {
+Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox, const Schedule& schedule) {
   if (!impl_->sim) return Error(Code::kInternal, "--prepare: nothing was walked");
-  return Make(*impl_->sim, sandbox);
+  std::optional<BlobFetcher> fetcher;
+  if (schedule.lazy) {
+    FAY_ASSIGN_OR_RETURN(BlobFetcher f, BlobFetcher::Open(schedule.path));
+    fetcher.emplace(std::move(f));
+  }
+  return Make(*impl_->sim, sandbox, fetcher ? &*fetcher : nullptr);
 }
 
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {
   Preparer p;
   CallStream calls(schedule);
   p.Walk(calls);
-  return p.Apply(sandbox);
+  return p.Apply(sandbox, schedule);
 }
 
 }  // namespace fay::replay

@@ -31,10 +31,9 @@ struct PrepareStats {
   uint64_t dirs = 0;
   uint64_t files = 0;
   uint64_t symlinks = 0;
-  uint64_t bytes = 0;  // content bytes written (known from reads)
-  uint64_t existing = 0;
-  uint64_t extra_links = 0;  // hard links made under /.fay-prepare-links for st_nlink  // already
-                             // present in the root, left as they were
+  uint64_t bytes = 0;        // content bytes written (known from reads)
+  uint64_t existing = 0;     // already present in the root, left as they were
+  uint64_t extra_links = 0;  // hard links made under /.fay-prepare-links for st_nlink
 };
 
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox);
@@ -46,8 +45,9 @@ class Preparer {
   ~Preparer();
   // Simulates the calls in recorded start order; called again, starts from scratch.
   void Walk(CallStream& calls);
-  // Creates in the root what the walk found pre-existing.
-  Expected<PrepareStats> Apply(const Sandbox& sandbox);
+  // Creates in the root what the walk found pre-existing (the schedule walked: a lazy one's
+  // file contents are fetched from its trace).
+  Expected<PrepareStats> Apply(const Sandbox& sandbox, const Schedule& schedule);
 
  private:
   struct Impl;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -111,7 +112,23 @@ class Run {
     }
   }
   // Returns whether the call was replayed (false: emulated).
-  bool Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally);
+  bool Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, BlobFetcher* fetcher);
+  void Done(uint32_t t, uint32_t i);
+  // The first error that stops the replay (a lazy schedule's data unreadable): every worker then
+  // runs out its calls without executing them, so none waits forever on another.
+  void Fail(const Status& st) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (error_.ok()) error_ = st;
+    failed_.store(true, std::memory_order_release);
+  }
+
+ public:
+  Status error() const {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    return error_;
+  }
+
+ private:
   void ShowProgress();
 
   const Schedule& s_;
@@ -125,13 +142,49 @@ class Run {
   alignas(64) std::atomic<uint64_t> epoch_{0};
   uint64_t start_ns_ = 0;
   std::atomic<bool> finished_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex error_mu_;
+  Status error_;
 };
 
-bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
+void Run::Done(uint32_t t, uint32_t i) {
+  progress_[t].done.store(i + 1, std::memory_order_release);
+  progress_[t].done.notify_all();
+  if (multiplexed_) {
+    epoch_.fetch_add(1, std::memory_order_release);
+    epoch_.notify_all();
+  }
+}
+
+bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, BlobFetcher* fetcher) {
   const ThreadCalls& th = s_.threads[t];
   const Call& c = th.calls[i];
+  // A lazy schedule's data comes from the trace now, into a copy of the call that holds it
+  // (and the blob chunk under it) only while the call runs.
+  const SyscallEvent* ev = &c.ev;
+  SyscallEvent local;
+  if (s_.lazy && !failed_.load(std::memory_order_acquire) &&
+      std::any_of(c.ev.buffers.begin(), c.ev.buffers.end(),
+                  [](const CapturedBuffer& b) { return b.stored.has_value(); })) {
+    local = c.ev;
+    for (CapturedBuffer& b : local.buffers) {
+      if (!b.stored) continue;
+      Status st = fetcher ? fetcher->Fetch(b, &b.shared)
+                          : Error(Code::kInternal, "no reader for the trace's data");
+      if (!st.ok()) {
+        Fail(Status(st.code(), fmt::format("call {}: {}", c.index, st.message())));
+        break;
+      }
+      b.stored.reset();
+    }
+    ev = &local;
+  }
+  if (failed_.load(std::memory_order_acquire)) {
+    Done(t, i);
+    return false;
+  }
   ProcessState* proc = procs_.Find(th.pid);
-  Outcome out = ex.Run(c.ev, *proc);
+  Outcome out = ex.Run(*ev, *proc);
   if (!out.replayed) {
     ++tally->emulated;
     ++tally->emulated_by_nr[c.ev.nr];
@@ -169,17 +222,22 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally) {
       }
     }
   }
-  progress_[t].done.store(i + 1, std::memory_order_release);
-  progress_[t].done.notify_all();
-  if (multiplexed_) {
-    epoch_.fetch_add(1, std::memory_order_release);
-    epoch_.notify_all();
-  }
+  Done(t, i);
   return out.replayed;
 }
 
 void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
   Executor ex(sb_, procs_, ExecutorOptions{o_.verify});
+  std::optional<BlobFetcher> fetcher;
+  if (s_.lazy) {
+    auto f = BlobFetcher::Open(s_.path);
+    if (f.ok()) {
+      fetcher.emplace(std::move(f).value());
+    } else {
+      Fail(f.status());
+    }
+  }
+  BlobFetcher* fetch = fetcher ? &*fetcher : nullptr;
   // Timed replay sleeps often and briefly: the default 50 us of timer slack would add up.
   if (o_.timing != Timing::kAsap) ::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   std::vector<uint32_t> pos(owned.size(), 0);
@@ -217,7 +275,7 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
       WaitFor(calls[i]);
       pace(0, calls[i]);
       uint64_t began = timed ? NowNs() : 0;
-      if (!Execute(ex, t, i, tally)) hold(calls[i], began);
+      if (!Execute(ex, t, i, tally, fetch)) hold(calls[i], began);
       pos[0] = i + 1;
       live_prev[0] = timed ? NowNs() : 0;
     }
@@ -231,7 +289,7 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
       while (pos[k] < calls.size() && Ready(calls[pos[k]])) {
         pace(k, calls[pos[k]]);
         uint64_t began = timed ? NowNs() : 0;
-        if (!Execute(ex, owned[k], pos[k], tally)) hold(calls[pos[k]], began);
+        if (!Execute(ex, owned[k], pos[k], tally, fetch)) hold(calls[pos[k]], began);
         ++pos[k];
         live_prev[k] = timed ? NowNs() : 0;
         --left;
@@ -343,7 +401,9 @@ Expected<ReplayReport> Replay(const Schedule& schedule, const Sandbox& sandbox,
     return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
   }
   Run run(schedule, sandbox, options);
-  return run.Go();
+  ReplayReport report = run.Go();
+  if (Status st = run.error(); !st.ok()) return st;
+  return report;
 }
 
 }  // namespace fay::replay

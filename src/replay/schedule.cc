@@ -199,12 +199,52 @@ Expected<Schedule> LoadSchedule(const std::string& path) {
   return LoadSchedule(path, {});
 }
 
+BlobFetcher::BlobFetcher(std::unique_ptr<trace::Reader> r) : reader_(std::move(r)) {}
+
+Expected<BlobFetcher> BlobFetcher::Open(const std::string& path) {
+  FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
+  reader.ShareBlobs(true);
+  return BlobFetcher(std::make_unique<trace::Reader>(std::move(reader)));
+}
+
+Status BlobFetcher::Fetch(const CapturedBuffer& b, CapturedBuffer::SharedBytes* out) {
+  if (!b.stored) return Error(Code::kInternal, "a buffer the trace holds inline was fetched");
+  return reader_->FetchShared(*b.stored, out);
+}
+
+bool IsDataBuffer(const SyscallEvent& ev, const CapturedBuffer& b) {
+  if (b.arg != 1) return false;
+  switch (ev.nr) {
+    case sysno::read:
+    case sysno::pread64:
+      return b.dir == BufferDir::kOut;
+    case sysno::write:
+    case sysno::pwrite64:
+      return b.dir == BufferDir::kIn;
+    // Element 0 is the iovec array itself, which the replay reads to lay the elements out.
+    case sysno::readv:
+    case sysno::preadv:
+    case sysno::preadv2:
+      return b.dir == BufferDir::kOut && b.sub > 0;
+    case sysno::writev:
+    case sysno::pwritev:
+    case sysno::pwritev2:
+      return b.dir == BufferDir::kIn && b.sub > 0;
+    default:
+      return false;
+  }
+}
+
 Expected<Schedule> LoadSchedule(const std::string& path,
-                                const std::function<void(CallStream&)>& walk) {
+                                const std::function<void(CallStream&)>& walk,
+                                const LoadOptions& options) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   // Equal buffers (W3's 10,000 files of a few hundred contents) share one copy: loading then
   // costs the distinct bytes, not every byte the program moved.
   reader.ShareBlobs(true);
+  // A large store stays in the file: memory for the events, not for every byte moved.
+  const bool lazy = reader.stats().blob_bytes >= options.lazy_blob_bytes;
+  if (lazy) reader.LeaveUnread(IsDataBuffer);
   uint64_t indexed = 0;  // the footer's count, when there is one: one allocation up front
   // One thread throughout, says the index: its calls can be walked while they load.
   std::optional<int32_t> only_tid;
@@ -262,6 +302,8 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   }
   Schedule s = std::move(builder).Finish();
   s.info = reader.info();
+  s.path = path;
+  s.lazy = lazy;
   if (walk && !walked) {
     CallStream all(s);
     walk(all);

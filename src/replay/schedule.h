@@ -17,11 +17,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "schema/syscall_event.h"
+#include "trace/reader.h"
 
 namespace fay::replay {
 
@@ -44,6 +46,10 @@ struct ThreadCalls {
 
 struct Schedule {
   RecordingInfo info;
+  std::string path;  // the trace it came from
+  // The data of reads and writes was left in the trace (CapturedBuffer::stored): it is fetched
+  // per call with a BlobFetcher, so a gigabyte trace replays without a gigabyte of memory.
+  bool lazy = false;
   std::vector<ThreadCalls> threads;
   uint64_t calls = 0;
   uint64_t first_ns = 0;                 // earliest entry
@@ -52,8 +58,30 @@ struct Schedule {
   uint64_t dependencies = 0;             // cross-thread (T, k) pairs stored
 };
 
+struct LoadOptions {
+  // A trace whose blob store holds at least this many bytes loads lazily (Schedule::lazy).
+  uint64_t lazy_blob_bytes = 64 << 20;
+};
+
 // Reads the whole trace. Errors carry the reader's file offsets.
 Expected<Schedule> LoadSchedule(const std::string& path);
+
+// The bytes of buffers a lazy schedule left in the trace. Not thread-safe: one per thread, each
+// with its own reader (descriptor, decompressor and chunk cache).
+class BlobFetcher {
+ public:
+  static Expected<BlobFetcher> Open(const std::string& path);
+  // Points out->data at the buffer's bytes (b.stored), which stay valid while *out holds them.
+  Status Fetch(const CapturedBuffer& b, CapturedBuffer::SharedBytes* out);
+
+ private:
+  explicit BlobFetcher(std::unique_ptr<trace::Reader> r);
+  std::unique_ptr<trace::Reader> reader_;
+};
+
+// Whether a lazy schedule leaves this buffer in the trace: the data of the read and write
+// families, which only the call itself (and --prepare's file contents) use.
+bool IsDataBuffer(const SyscallEvent& ev, const CapturedBuffer& b);
 
 // A trace's calls in recorded start order, handed to a walk over them (--prepare's) while the
 // trace is still loading when it can be: a trace whose index shows one thread is in start
@@ -75,7 +103,8 @@ class CallStream {
 
  private:
   friend Expected<Schedule> LoadSchedule(const std::string&,
-                                         const std::function<void(CallStream&)>&);
+                                         const std::function<void(CallStream&)>&,
+                                         const LoadOptions&);
   void Publish(const Call* base, size_t n);
   void End();
   void Abandon();
@@ -97,7 +126,8 @@ class CallStream {
 // trace allows it). `walk` runs once; when streaming had to stop (the index was wrong about the
 // threads), it runs again from the start over the complete schedule, so it must reset itself.
 Expected<Schedule> LoadSchedule(const std::string& path,
-                                const std::function<void(CallStream&)>& walk);
+                                const std::function<void(CallStream&)>& walk,
+                                const LoadOptions& options = {});
 
 // Builds a schedule from events handed over one at a time, in trace order, without holding
 // them twice: each goes straight to its thread's list.

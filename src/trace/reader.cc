@@ -364,6 +364,10 @@ Status Reader::SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::Share
   return Status::Ok();
 }
 
+Status Reader::FetchShared(const StoredBlob& ref, CapturedBuffer::SharedBytes* out) {
+  return SharedBlob(Hash128{ref.hash_lo, ref.hash_hi}, ref.size, out);
+}
+
 Status Reader::ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process) {
   return ForEach(ReadFilter{}, on_syscall, on_process);
 }
@@ -410,8 +414,10 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
   sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
     return ResolveBlob(h, size, out);
   };
-  if (skip_blobs_)
+  if (skip_blobs_ || leave_unread_) {
     sinks.blob_ref = [this](const Hash128& h, uint64_t size) { return CheckBlob(h, size); };
+    if (!skip_blobs_) sinks.leave_unread = leave_unread_;
+  }
   if (share_blobs_)
     sinks.shared_blob = [this](const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {
       return SharedBlob(h, size, out);

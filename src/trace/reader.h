@@ -127,6 +127,12 @@ class Reader {
   // For callers that look only at sizes (fay info): a trace's bytes are mostly its blobs.
   // Damage inside a blob chunk then goes unseen.
   void SkipBlobs(bool on) { skip_blobs_ = on; }
+  // As SkipBlobs, for the buffers `which` picks (none once reset): their bytes are fetched
+  // later, when needed, with FetchShared.
+  using BufferPredicate = std::function<bool(const SyscallEvent&, const CapturedBuffer&)>;
+  void LeaveUnread(BufferPredicate which) { leave_unread_ = std::move(which); }
+  // The bytes of a buffer left unread, as ShareBlobs would have given them.
+  Status FetchShared(const StoredBlob& ref, CapturedBuffer::SharedBytes* out);
 
  private:
   struct BlobLoc {
@@ -177,6 +183,7 @@ class Reader {
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
   bool share_blobs_ = false;
   bool skip_blobs_ = false;
+  BufferPredicate leave_unread_;
   // Per chunk index: a blob chunk that buffers shared out of it still hold.
   std::vector<std::weak_ptr<const Bytes>> live_chunks_;
   std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();

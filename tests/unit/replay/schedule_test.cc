@@ -234,5 +234,62 @@ TEST(ScheduleTest, ABlobReferencedAfterItsChunkLeftTheCacheIsStillOneCopy) {
   EXPECT_NE(calls[0].ev.buffers[0].View().data(), calls[1].ev.buffers[0].View().data());
 }
 
+// A lazy load leaves the data of reads and writes in the trace, and only that: a path of the
+// same length still comes back with its bytes. BlobFetcher then gives the recorded bytes.
+TEST(ScheduleTest, LazyLoadLeavesReadAndWriteDataInTheTrace) {
+  testing::ScratchDir dir;
+  std::string path = dir.File("lazy.fay");
+  std::string long_path = "/" + std::string(100, 'p');
+  {
+    auto w = trace::Writer::Create(path, RecordingInfo{}, trace::WriterOptions{});
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    SyscallEvent open = Call(1, 10, 15, sysno::openat, 3);
+    CapturedBuffer p;
+    p.arg = 1;
+    p.dir = BufferDir::kIn;
+    p.length = long_path.size() + 1;
+    p.bytes.assign(long_path.begin(), long_path.end());
+    p.bytes.push_back(0);
+    open.buffers.push_back(p);
+    (*w)->Append(open);
+    SyscallEvent read = Call(1, 20, 25, sysno::read, 4096);
+    CapturedBuffer d;
+    d.arg = 1;
+    d.dir = BufferDir::kOut;
+    d.length = 4096;
+    for (int i = 0; i < 4096; ++i) d.bytes.push_back(static_cast<uint8_t>(i * 7));
+    read.buffers.push_back(d);
+    (*w)->Append(read);
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  LoadOptions lazy;
+  lazy.lazy_blob_bytes = 0;
+  auto s = LoadSchedule(path, {}, lazy);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->lazy);
+  EXPECT_EQ(s->path, path);
+  const auto& calls = s->threads.at(0).calls;
+  ASSERT_EQ(calls.size(), 2u);
+  const CapturedBuffer& pb = calls[0].ev.buffers.at(0);
+  EXPECT_FALSE(pb.stored.has_value());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(pb.View().data())), long_path);
+  const CapturedBuffer& db = calls[1].ev.buffers.at(0);
+  ASSERT_TRUE(db.stored.has_value());
+  EXPECT_TRUE(db.View().empty());
+  EXPECT_EQ(db.Size(), 4096u);
+  auto fetcher = BlobFetcher::Open(path);
+  ASSERT_TRUE(fetcher.ok()) << fetcher.status().message();
+  CapturedBuffer::SharedBytes bytes;
+  ASSERT_TRUE(fetcher->Fetch(db, &bytes).ok());
+  ASSERT_EQ(bytes.size, 4096u);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(bytes.data.get()[i], static_cast<uint8_t>(i * 7));
+
+  // The default threshold keeps a small trace in memory.
+  auto eager = LoadSchedule(path);
+  ASSERT_TRUE(eager.ok());
+  EXPECT_FALSE(eager->lazy);
+  EXPECT_EQ(eager->threads.at(0).calls[1].ev.buffers.at(0).View().size(), 4096u);
+}
+
 }  // namespace
 }  // namespace fay::replay
