@@ -44,6 +44,29 @@ int64_t PipeRetry(const LiveFd& live, short events, F&& op) {
   return r;
 }
 
+// Whether the recorded program used the pipe blocking: the replay's pipe never blocks.
+bool RecordedBlocking(const LiveFd& live) {
+  return live.is_pipe && (live.hidden_flags.load() & O_NONBLOCK) != 0;
+}
+
+// On a pipe used blocking, a call moved exactly the recorded count (a read returns once some
+// bytes are there, a write once all are written). The replay moves that count piecewise,
+// waiting for the other end between pieces, so the next call starts where the recorded one did.
+template <typename F>
+int64_t PipeExactly(const LiveFd& live, short events, uint64_t want, F&& op) {
+  uint64_t done = 0;
+  while (done < want) {
+    int64_t r = op(done, want - done);
+    if (r == -EAGAIN || r == -EINTR) {
+      pollfd p{live.fd.get(), events, 0};
+      if (r == -EINTR || ::poll(&p, 1, kPipeWaitMs) > 0) continue;
+    }
+    if (r <= 0) return done > 0 ? static_cast<int64_t>(done) : r;
+    done += static_cast<uint64_t>(r);
+  }
+  return static_cast<int64_t>(done);
+}
+
 struct Iov {
   uint64_t base;
   uint64_t len;
@@ -109,16 +132,23 @@ bool Executor::Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   }
   uint64_t count = std::min<uint64_t>(ev.args[2], kMaxReadBuffer);
   uint8_t* buf = Scratch(count);
-  out->ret = PipeRetry(*live, POLLIN, [&]() -> int64_t {
-    switch (nr) {
-      case sysno::read:
-        return Errno(::read(fd, buf, count));
-      case sysno::pread64:
-        return Errno(::pread(fd, buf, count, static_cast<off_t>(ev.args[3])));
-      default:
-        return Errno(::syscall(SYS_getdents64, fd, buf, count));
-    }
-  });
+  if (nr == sysno::read && RecordedBlocking(*live) && !Failed(ev.ret) && ev.ret > 0) {
+    uint64_t want = std::min<uint64_t>(count, static_cast<uint64_t>(ev.ret));
+    out->ret = PipeExactly(*live, POLLIN, want, [&](uint64_t at, uint64_t n) -> int64_t {
+      return Errno(::read(fd, buf + at, n));
+    });
+  } else {
+    out->ret = PipeRetry(*live, POLLIN, [&]() -> int64_t {
+      switch (nr) {
+        case sysno::read:
+          return Errno(::read(fd, buf, count));
+        case sysno::pread64:
+          return Errno(::pread(fd, buf, count, static_cast<off_t>(ev.args[3])));
+        default:
+          return Errno(::syscall(SYS_getdents64, fd, buf, count));
+      }
+    });
+  }
   if (options_.verify && out->ret > 0 && !Failed(ev.ret)) {
     const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
     if (b) {
@@ -175,6 +205,12 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   }
   if (!Failed(ev.ret)) want = std::min<uint64_t>(want, static_cast<uint64_t>(ev.ret));
   const uint8_t* p = bytes.empty() ? nullptr : bytes.data();
+  if ((nr == sysno::write || nr == sysno::writev) && RecordedBlocking(*live) && want > 0) {
+    out->ret = PipeExactly(*live, POLLOUT, want, [&](uint64_t at, uint64_t n) -> int64_t {
+      return Errno(::write(fd, p + at, n));
+    });
+    return true;
+  }
   out->ret = PipeRetry(*live, POLLOUT, [&]() -> int64_t {
     switch (nr) {
       case sysno::write:

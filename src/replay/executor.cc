@@ -449,6 +449,10 @@ bool Executor::Pipe(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
 }
 
 void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
+  if (ev.nr == sysno::exit_group) {
+    proc.Exit();
+    return;
+  }
   bool returned = ev.exit_ns != 0 && !(ev.flags & kEventNoExit);
   if (!returned || Failed(ev.ret)) return;
   int nr = ev.nr;

@@ -72,6 +72,11 @@ void ProcessState::Exec() {
   table_ = std::move(own);
 }
 
+void ProcessState::Exit() {
+  std::unique_lock lock(mu_);
+  table_ = std::make_shared<FdTable>();
+}
+
 void ProcessState::CopyFrom(const ProcessState& parent, bool share_fds) {
   std::shared_ptr<FdTable> table;
   std::string cwd;

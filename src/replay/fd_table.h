@@ -58,6 +58,10 @@ class ProcessState {
   bool SetCloexec(int fd, bool on);
   // execve: entries marked close-on-exec go.
   void Exec();
+  // exit_group: the process's table goes, closing what no other process holds (a table shared
+  // under CLONE_FILES stays with the processes still using it). A reader of a pipe then sees
+  // end-of-file once every process that held the write end has exited, as in the recording.
+  void Exit();
   // fork: the child starts with a copy of the table (sharing the descriptions), cwd and umask.
   // With share_fds (CLONE_FILES) it uses the parent's table itself instead of a copy.
   void CopyFrom(const ProcessState& parent, bool share_fds = false);

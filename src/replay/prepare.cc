@@ -35,6 +35,7 @@ struct Node {
   bool tentative = false;  // O_CREAT open of an unknown path: created, unless it held data
   bool modified = false;   // the trace changed it: later observations say nothing of the start
   bool have_stat = false;
+  bool executable = false;  // access(X_OK) found it so: a mode no stat result gave
   uint32_t mode = 0;
   uint32_t uid = 0, gid = 0;
   uint64_t size = 0;
@@ -199,7 +200,9 @@ Node& Simulator::Observe(const std::string& path, bool exists, Kind kind) {
   Node& n = nodes_[path];
   if (n.state == State::kUnknown) n.state = exists ? State::kPre : State::kAbsent;
   if (exists && n.state == State::kPre && !n.modified && n.kind == Kind::kUnknown) n.kind = kind;
-  if (exists || n.state != State::kUnknown) Parents(path);
+  // ENOENT says some component is missing, not which: the parents are known to have existed
+  // only from a call that found the path.
+  if (exists || n.state == State::kPre) Parents(path);
   return n;
 }
 
@@ -256,10 +259,17 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
     bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
     if (vec && b.sub == 0) continue;
+    Node::Piece piece;
     if (b.stored) {
-      node.content[at] = Node::Piece{{}, b.stored};
-    } else if (!b.View().empty()) {
-      node.content[at] = Node::Piece{b.View(), std::nullopt};
+      piece.stored = b.stored;
+    } else {
+      piece.bytes = b.View();
+    }
+    // Two reads from one offset (cat, then head, of the same file) hold the same bytes: the
+    // longer one says more. Replacing it with the shorter left a hole of zeros past it.
+    if (piece.size() > 0) {
+      auto [it, fresh] = node.content.try_emplace(at, piece);
+      if (!fresh && piece.size() > it->second.size()) it->second = piece;
     }
     at += b.length;
   }
@@ -395,12 +405,14 @@ void Simulator::Call(const SyscallEvent& ev) {
       return;
     }
     case sysno::access:
-      path_call(0, -1, Kind::kUnknown);
-      return;
     case sysno::faccessat:
-    case sysno::faccessat2:
-      path_call(1, 0, Kind::kUnknown);
+    case sysno::faccessat2: {
+      bool at = ev.nr != sysno::access;
+      Node* n = path_call(at ? 1 : 0, at ? 0 : -1, Kind::kUnknown);
+      if (n && ok && (a[at ? 2 : 1] & X_OK) && n->state == State::kPre && !n->modified)
+        n->executable = true;
       return;
+    }
     case sysno::truncate:
       if (Node* n = path_call(0, -1, Kind::kFile)) n->modified = true;
       return;
@@ -541,6 +553,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
   int dir = pn.dir();
   const char* name = pn.name.c_str();
   uint32_t perm = n.have_stat ? (n.mode & 07777) : (n.kind == Kind::kDir ? 0755 : 0644);
+  if (!n.have_stat && n.executable) perm |= 0111;
   switch (n.kind) {
     case Kind::kDir:
       if (::mkdirat(dir, name, 0700) != 0) {
@@ -604,8 +617,26 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
   return Status::Ok();
 }
 
+// access(X_OK) follows symlinks: the file a symlink found executable leads to is executable.
+void ExecutableTargets(std::unordered_map<std::string, Node>& nodes) {
+  for (int hops = 0; hops < 8; ++hops) {
+    bool changed = false;
+    for (auto& [path, n] : nodes) {
+      if (n.kind != Kind::kSymlink || !n.executable || n.target.empty()) continue;
+      size_t slash = path.rfind('/');
+      std::string dir = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+      auto it = nodes.find(NormalizePath(JoinPath(dir, n.target)));
+      if (it == nodes.end() || it->second.executable || it->second.state != State::kPre) continue;
+      it->second.executable = true;
+      changed = true;
+    }
+    if (!changed) return;
+  }
+}
+
 Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher) {
   PrepareStats st;
+  ExecutableTargets(sim.nodes());
   std::vector<std::pair<const std::string*, Node*>> pre;
   for (auto& [path, n] : sim.nodes()) {
     if (n.state != State::kPre || path == "/" || path.empty()) continue;
