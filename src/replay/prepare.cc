@@ -617,26 +617,66 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
   return Status::Ok();
 }
 
-// access(X_OK) follows symlinks: the file a symlink found executable leads to is executable.
-void ExecutableTargets(std::unordered_map<std::string, Node>& nodes) {
-  for (int hops = 0; hops < 8; ++hops) {
-    bool changed = false;
-    for (auto& [path, n] : nodes) {
-      if (n.kind != Kind::kSymlink || !n.executable || n.target.empty()) continue;
-      size_t slash = path.rfind('/');
-      std::string dir = slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
-      auto it = nodes.find(NormalizePath(JoinPath(dir, n.target)));
-      if (it == nodes.end() || it->second.executable || it->second.state != State::kPre) continue;
-      it->second.executable = true;
-      changed = true;
+// What the trace learned by following a symlink (a stat, a read through an fd it opened, an
+// access(X_OK)) describes the file it leads to, not the link: readlink or lstat told the
+// walk the path is a link only at some point, and /usr/bin/gcc is two links from the file a
+// stat of it measures. The final target (a pre-existing file the trace may never have named)
+// gets what it does not know yet.
+void FollowSymlinks(std::unordered_map<std::string, Node>& nodes) {
+  constexpr int kMaxHops = 8;
+  std::vector<std::string> links;
+  for (const auto& [path, n] : nodes)
+    if (n.kind == Kind::kSymlink && n.state == State::kPre && !n.target.empty())
+      links.push_back(path);
+  for (const std::string& link : links) {
+    const Node& from = nodes.at(link);
+    bool followed_stat = from.have_stat && !S_ISLNK(from.mode);
+    if (!followed_stat && from.content.empty() && !from.executable) continue;
+    std::string at = link;
+    const Node* hop = &from;
+    for (int i = 0; i < kMaxHops && hop && hop->kind == Kind::kSymlink && !hop->target.empty();
+         ++i) {
+      size_t slash = at.rfind('/');
+      std::string dir = slash == std::string::npos || slash == 0 ? "/" : at.substr(0, slash);
+      at = NormalizePath(JoinPath(dir, hop->target));
+      auto it = nodes.find(at);
+      hop = it == nodes.end() ? nullptr : &it->second;
     }
-    if (!changed) return;
+    if (hop && hop->kind == Kind::kSymlink) continue;  // a loop, or too long a chain
+    if (at.empty() || IsVirtualPath(at)) continue;
+    Node copy = nodes.at(link);  // `nodes` may rehash below
+    Node& to = nodes[at];
+    if (to.state == State::kUnknown) to.state = State::kPre;
+    if (to.state != State::kPre || to.modified) continue;
+    // Its directories existed too (a link may lead anywhere, /etc/alternatives/...).
+    for (std::string dir = at; dir.rfind('/') != std::string::npos && dir.rfind('/') > 0;) {
+      dir.resize(dir.rfind('/'));
+      Node& d = nodes[dir];
+      if (d.state == State::kUnknown) d.state = State::kPre;
+      if (d.kind == Kind::kUnknown || d.kind == Kind::kFile) d.kind = Kind::kDir;
+    }
+    Node& target = nodes[at];
+    if (followed_stat && !target.have_stat) {
+      target.have_stat = true;
+      target.mode = copy.mode;
+      target.uid = copy.uid;
+      target.gid = copy.gid;
+      target.size = copy.size;
+      target.nlink = copy.nlink;
+      target.kind = KindOfMode(copy.mode);
+    }
+    if (target.kind == Kind::kUnknown) target.kind = Kind::kFile;
+    if (target.content.empty() && !copy.content.empty()) {
+      target.content = copy.content;
+      target.data_end = std::max(target.data_end, copy.data_end);
+    }
+    target.executable = target.executable || copy.executable;
   }
 }
 
 Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher) {
   PrepareStats st;
-  ExecutableTargets(sim.nodes());
+  FollowSymlinks(sim.nodes());
   std::vector<std::pair<const std::string*, Node*>> pre;
   for (auto& [path, n] : sim.nodes()) {
     if (n.state != State::kPre || path == "/" || path.empty()) continue;
