@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -300,6 +301,19 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     case sysno::fchown:
       out->ret = Errno(::fchown(fd, static_cast<uid_t>(a[1]), static_cast<gid_t>(a[2])));
       break;
+    case sysno::fsetxattr: {
+      // sed -i and cp -p give a new file its mode through system.posix_acl_access: without
+      // it the file keeps the mode it was created with.
+      const CapturedBuffer* name = FindBuffer(ev, 1, 0, BufferDir::kIn);
+      const CapturedBuffer* value = FindBuffer(ev, 2, 0, BufferDir::kIn);
+      if (!name || name->not_captured || name->View().empty()) return false;
+      if (a[3] > 0 && (!value || value->not_captured || value->View().size() < a[3])) return false;
+      std::string n(name->View().begin(), name->View().end());
+      n.resize(strnlen(n.c_str(), n.size()));
+      out->ret = Errno(::fsetxattr(fd, n.c_str(), a[3] > 0 ? value->View().data() : nullptr,
+                                   static_cast<size_t>(a[3]), static_cast<int>(a[4])));
+      break;
+    }
     default:
       return false;
   }

@@ -119,6 +119,7 @@ bool IsReplayed(int nr) {
     case sysno::chown:
     case sysno::lchown:
     case sysno::fchown:
+    case sysno::fsetxattr:
     case sysno::fchownat:
     case sysno::utimensat:
     case sysno::dup:
@@ -229,6 +230,7 @@ Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
       case sysno::fallocate:
       case sysno::fchmod:
       case sysno::fchown:
+      case sysno::fsetxattr:
         done = FdOp(ev, proc, &out);
         break;
       case sysno::stat:
