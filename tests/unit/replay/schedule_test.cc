@@ -25,6 +25,18 @@ SyscallEvent Call(int32_t tid, uint64_t entry, uint64_t exit, int nr = sysno::ge
   return ev;
 }
 
+// The i-th call of thread 1: a read of 4 KiB, every byte `fill`.
+SyscallEvent ReadOf(int i, uint8_t fill) {
+  SyscallEvent ev = Call(1, 10 + 10 * i, 15 + 10 * i, sysno::read, 4096);
+  CapturedBuffer b;
+  b.arg = 1;
+  b.dir = BufferDir::kOut;
+  b.length = 4096;
+  b.bytes.assign(4096, fill);
+  ev.buffers.push_back(b);
+  return ev;
+}
+
 std::string Deps(const Schedule& s, int t, int i) {
   std::string out;
   for (const Dep& d : s.threads[t].calls[i].deps) {
@@ -170,14 +182,7 @@ TEST(ScheduleTest, EqualBuffersShareOneCopy) {
     auto w = trace::Writer::Create(path, RecordingInfo{}, trace::WriterOptions{});
     ASSERT_TRUE(w.ok()) << w.status().message();
     for (int i = 0; i < 4; ++i) {
-      SyscallEvent ev = Call(1, 10 + 10 * i, 15 + 10 * i, sysno::read, 4096);
-      CapturedBuffer b;
-      b.arg = 1;
-      b.dir = BufferDir::kOut;
-      b.length = 4096;
-      b.bytes.assign(4096, static_cast<uint8_t>(i % 2));  // two distinct contents
-      ev.buffers.push_back(b);
-      (*w)->Append(ev);
+      (*w)->Append(ReadOf(i, static_cast<uint8_t>(i % 2)));  // two distinct contents
     }
     ASSERT_TRUE((*w)->Close().ok());
   }
@@ -208,14 +213,7 @@ TEST(ScheduleTest, ABlobReferencedAfterItsChunkLeftTheCacheIsStillOneCopy) {
     auto w = trace::Writer::Create(path, RecordingInfo{}, opts);
     ASSERT_TRUE(w.ok()) << w.status().message();
     for (int i = 0; i <= kDistinct; ++i) {
-      SyscallEvent ev = Call(1, 10 + 10 * i, 15 + 10 * i, sysno::read, 4096);
-      CapturedBuffer b;
-      b.arg = 1;
-      b.dir = BufferDir::kOut;
-      b.length = 4096;
-      b.bytes.assign(4096, static_cast<uint8_t>(i % kDistinct + 1));  // the last repeats the first
-      ev.buffers.push_back(b);
-      (*w)->Append(ev);
+      (*w)->Append(ReadOf(i, static_cast<uint8_t>(i % kDistinct + 1)));  // the last repeats one
     }
     ASSERT_TRUE((*w)->Close().ok());
   }
