@@ -6,8 +6,8 @@
 // tables. The first thing the trace says about a path decides whether it pre-existed:
 //   pre-existing: opened without O_CREAT, found by stat/access/readlink, removed, renamed away,
 //                 chmod'ed; listed by getdents64 in a directory; an ancestor of any path the
-//                 trace found or created (not of one that failed with ENOENT); an O_CREAT open (without O_EXCL) whose file returned data before
-//                 the trace wrote to it;
+//                 trace found or created (not of one that failed with ENOENT); an O_CREAT
+//                 open (without O_EXCL) whose file returned data before the trace wrote to it;
 //   absent:       ENOENT, or created by the trace (mkdir, O_CREAT, symlink, link, rename target).
 // What a pre-existing file held comes from the trace, up to its first modification: its type,
 // mode, owner and size from stat results, its bytes from reads (at the offsets they were read
