@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -88,6 +89,9 @@ int Run(const ReplayCli& c) {
   }
   opt.progress = !c.no_progress && (c.progress || ::isatty(STDERR_FILENO));
 
+  // A replayed write into a pipe whose reader has exited must fail with EPIPE, as it did for
+  // the program (which the signal then killed), not kill the replayer.
+  std::signal(SIGPIPE, SIG_IGN);
   auto sandbox = replay::Sandbox::Open(c.root);
   if (!sandbox.ok()) {
     fmt::print(stderr, "fay replay: {}\n", sandbox.status().message());

@@ -34,6 +34,41 @@ struct Node {
   Kind kind = Kind::kUnknown;
   bool tentative = false;  // O_CREAT open of an unknown path: created, unless it held data
   bool modified = false;   // the trace changed it: later observations say nothing of the start
+  // Byte ranges [first, second) the trace wrote in place (write or pwrite at a known offset,
+  // nothing truncated or replaced): outside them, later reads still show the original bytes,
+  // and a later stat its original type, mode and owner (sqlite, dd conv=notrunc).
+  // Disjoint and merged, start -> end: a database writes pages by the hundred thousand.
+  std::map<uint64_t, uint64_t> written;
+  void Wrote(uint64_t from, uint64_t to) {
+    if (from >= to) return;
+    auto it = written.upper_bound(from);
+    if (it != written.begin() && std::prev(it)->second >= from) --it;
+    while (it != written.end() && it->first <= to) {
+      from = std::min(from, it->first);
+      to = std::max(to, it->second);
+      it = written.erase(it);
+    }
+    written.emplace(from, to);
+  }
+  uint64_t WrittenEnd() const { return written.empty() ? 0 : written.rbegin()->second; }
+  bool Overlaps(uint64_t from, uint64_t to) const {
+    auto it = written.upper_bound(from);
+    if (it != written.begin() && std::prev(it)->second > from) return true;
+    return it != written.end() && it->first < to;
+  }
+  // The parts of [from, to) the trace did not write, in order.
+  std::vector<std::pair<uint64_t, uint64_t>> Unwritten(uint64_t from, uint64_t to) const {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    auto it = written.upper_bound(from);
+    if (it != written.begin()) --it;
+    for (; it != written.end() && it->first < to && from < to; ++it) {
+      if (it->second <= from) continue;
+      if (it->first > from) out.emplace_back(from, it->first);
+      from = std::max(from, it->second);
+    }
+    if (from < to) out.emplace_back(from, to);
+    return out;
+  }
   bool have_stat = false;
   bool executable = false;  // access(X_OK) found it so: a mode no stat result gave
   uint32_t mode = 0;
@@ -46,7 +81,11 @@ struct Node {
   struct Piece {
     std::span<const uint8_t> bytes;
     std::optional<StoredBlob> stored;
-    uint64_t size() const { return stored ? stored->size : bytes.size(); }
+    // The part of the buffer this piece is: a read over bytes the trace wrote in place keeps
+    // only what lies around them.
+    uint64_t skip = 0;
+    uint64_t len = 0;
+    uint64_t size() const { return len; }
   };
   std::map<uint64_t, Piece> content;
   std::string target;  // symlink
@@ -55,6 +94,7 @@ struct Node {
 struct FileRef {
   std::string path;
   uint64_t offset = 0;
+  bool append = false;  // O_APPEND: where a write lands is not known here
 };
 
 struct Proc {
@@ -89,6 +129,9 @@ Status WriteContent(int fd, const std::map<uint64_t, Node::Piece>& content, Blob
         FAY_RETURN_IF_ERROR(fetcher->Fetch(ref, &held.emplace_back()));
         bytes = std::span<const uint8_t>(held.back().data.get(), held.back().size);
       }
+      if (it->second.skip + it->second.len > bytes.size())
+        return Error(Code::kInternal, "--prepare: a piece lies outside its buffer");
+      bytes = bytes.subspan(it->second.skip, it->second.len);
       iov.push_back({const_cast<uint8_t*>(bytes.data()), bytes.size()});
       end += bytes.size();
     }
@@ -214,7 +257,8 @@ void Simulator::Created(const std::string& path, Kind kind) {
 }
 
 void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
-  if (!b || b->not_captured || n.state != State::kPre || n.modified || n.have_stat) return;
+  if (!b || b->not_captured || n.modified || n.have_stat) return;
+  if (n.state != State::kPre && !n.tentative) return;
   if (statx) {
     struct statx st;
     if (b->View().size() < sizeof(st)) return;
@@ -234,9 +278,14 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
     n.size = static_cast<uint64_t>(st.st_size);
     n.nlink = st.st_nlink;
   }
+  if (n.tentative) {
+    // Larger than anything the trace wrote: the file was there, this large.
+    if (n.size <= n.WrittenEnd()) return;
+    n.state = State::kPre;
+    n.tentative = false;
+  }
   n.have_stat = true;
   n.kind = KindOfMode(n.mode);
-  if (n.tentative && n.size > 0) n.state = State::kPre;
 }
 
 void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance) {
@@ -246,7 +295,8 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
   auto it = nodes_.find(ref.path);
   if (it == nodes_.end()) return;
   Node& node = it->second;
-  if (node.tentative && n > 0 && !node.modified) {
+  // Data the trace did not write itself: the file held it before.
+  if (node.tentative && n > 0 && !node.modified && !node.Overlaps(offset, offset + n)) {
     node.state = State::kPre;
     node.tentative = false;
   }
@@ -265,11 +315,14 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
     } else {
       piece.bytes = b.View();
     }
-    // Two reads from one offset (cat, then head, of the same file) hold the same bytes: the
-    // longer one says more. Replacing it with the shorter left a hole of zeros past it.
-    if (piece.size() > 0) {
-      auto [it, fresh] = node.content.try_emplace(at, piece);
-      if (!fresh && piece.size() > it->second.size()) it->second = piece;
+    // What the trace wrote itself is not the original content: only the bytes around it are.
+    for (const auto& [from, to] : node.Unwritten(at, at + b.Size())) {
+      piece.skip = from - at;
+      piece.len = to - from;
+      // Two reads from one offset (cat, then head, of the same file) hold the same bytes: the
+      // longer one says more. Replacing it with the shorter left a hole of zeros past it.
+      auto [it, fresh] = node.content.try_emplace(from, piece);
+      if (!fresh && piece.len > it->second.len) it->second = piece;
     }
     at += b.length;
   }
@@ -330,7 +383,8 @@ void Simulator::Call(const SyscallEvent& ev) {
       }
       Parents(path);
       if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) n.modified = true;
-      p.fds[static_cast<int>(ev.ret)] = std::make_shared<FileRef>(FileRef{path, 0});
+      p.fds[static_cast<int>(ev.ret)] =
+          std::make_shared<FileRef>(FileRef{path, 0, (flags & O_APPEND) != 0});
       return;
     }
     case sysno::close:
@@ -369,11 +423,30 @@ void Simulator::Call(const SyscallEvent& ev) {
     case sysno::fallocate: {
       FileRef* r = fd_ref(static_cast<int>(a[0]));
       if (!r) return;
+      bool positional = ev.nr == sysno::pwrite64 || ev.nr == sysno::pwritev ||
+                        (ev.nr == sysno::pwritev2 && static_cast<int64_t>(a[3]) != -1);
+      bool sequential = ev.nr == sysno::write || ev.nr == sysno::writev;
+      bool sized = ev.nr == sysno::ftruncate || ev.nr == sysno::fallocate;
       if (Node* n = node_of(static_cast<int>(a[0]))) {
-        n->modified = true;
-        n->tentative = false;
+        // A file opened with O_CREAT and not yet known to have existed (tentative) may still
+        // turn out to have: a later stat larger than what was written, a read past it.
+        bool in_place = (positional || sized || (sequential && !r->append)) && !n->modified &&
+                        (n->state == State::kPre || n->tentative);
+        if (in_place && !ok) {
+          // Nothing changed.
+        } else if (ev.nr == sysno::ftruncate && in_place) {
+          n->Wrote(a[1], UINT64_MAX);  // what lies below the new size is as it was
+        } else if (ev.nr == sysno::fallocate && in_place) {
+          n->Wrote(a[2], a[2] + a[3]);
+        } else if (in_place) {
+          uint64_t at = positional ? a[3] : r->offset;
+          n->Wrote(at, at + static_cast<uint64_t>(ev.ret));
+        } else {
+          n->modified = true;
+          n->tentative = false;
+        }
       }
-      if (ok && (ev.nr == sysno::write || ev.nr == sysno::writev)) r->offset += ev.ret;
+      if (ok && sequential) r->offset += ev.ret;
       return;
     }
     case sysno::lseek:
@@ -414,7 +487,13 @@ void Simulator::Call(const SyscallEvent& ev) {
       return;
     }
     case sysno::truncate:
-      if (Node* n = path_call(0, -1, Kind::kFile)) n->modified = true;
+      if (Node* n = path_call(0, -1, Kind::kFile); n && ok) {
+        if (!n->modified && (n->state == State::kPre || n->tentative)) {
+          n->Wrote(a[1], UINT64_MAX);  // what lies below the new size is as it was
+        } else {
+          n->modified = true;
+        }
+      }
       return;
     case sysno::chmod:
     case sysno::chown:
