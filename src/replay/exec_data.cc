@@ -206,6 +206,14 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   }
   if (!Failed(ev.ret)) want = std::min<uint64_t>(want, static_cast<uint64_t>(ev.ret));
   const uint8_t* p = bytes.empty() ? nullptr : bytes.data();
+  if (live->is_pipe && ev.ret == -EPIPE) {
+    // The reader had gone when the program wrote; in the replay its close may still be on
+    // its way from another worker (the two calls overlapped). Wait for it, boundedly.
+    // No events asked: poll reports POLLERR, which a pipe's write end raises once no reader
+    // is left, and nothing else.
+    pollfd pf{fd, 0, 0};
+    ::poll(&pf, 1, kPipeWaitMs);
+  }
   if ((nr == sysno::write || nr == sysno::writev) && RecordedBlocking(*live) && want > 0) {
     out->ret = PipeExactly(*live, POLLOUT, want, [&](uint64_t at, uint64_t n) -> int64_t {
       return Errno(::write(fd, p + at, n));
