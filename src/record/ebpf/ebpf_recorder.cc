@@ -774,8 +774,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
   if (write_failed_ && result_.error.empty())
     result_.error = "the trace could not be written (disk full or I/O error)";
   trace::WriterStats st = writer_->stats();
-  // After a failed write, what the file holds, not what was handed over.
-  if (!closed.ok()) result_.syscalls = std::min<uint64_t>(result_.syscalls, st.syscall_events);
+  // After a failed write, what the file holds, as the writer counts it. Not the smaller of that
+  // and what was handed over: a batch refused part-way had its first calls written already.
+  if (!closed.ok()) result_.syscalls = st.syscall_events;
   result_.bytes_captured = st.bytes_captured;
   result_.file_bytes = st.file_bytes;
   result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;

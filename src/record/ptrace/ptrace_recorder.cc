@@ -547,6 +547,8 @@ Expected<RecordResult> PtraceRecorder::Run() {
   Status closed = writer_->Close();
   if (!closed.ok() && result_.error.empty()) result_.error = closed.message();
   trace::WriterStats st = writer_->stats();
+  // After a failed write, what the file holds: calls queued behind the failure never got there.
+  if (!closed.ok()) result_.syscalls = st.syscall_events;
   result_.bytes_captured = st.bytes_captured;
   result_.file_bytes = st.file_bytes;
   result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;
