@@ -316,9 +316,8 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       const CapturedBuffer* value = FindBuffer(ev, 2, 0, BufferDir::kIn);
       if (!name || name->not_captured || name->View().empty()) return false;
       if (a[3] > 0 && (!value || value->not_captured || value->View().size() < a[3])) return false;
-      std::string n(name->View().begin(), name->View().end());
-      n.resize(strnlen(n.c_str(), n.size()));
-      out->ret = Errno(::fsetxattr(fd, n.c_str(), a[3] > 0 ? value->View().data() : nullptr,
+      out->ret = Errno(::fsetxattr(fd, CapturedString(name).c_str(),
+                                   a[3] > 0 ? value->View().data() : nullptr,
                                    static_cast<size_t>(a[3]), static_cast<int>(a[4])));
       break;
     }

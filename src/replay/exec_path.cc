@@ -45,12 +45,6 @@ int64_t DotError(int nr) {
   }
 }
 
-std::string CapturedString(const CapturedBuffer* b) {
-  std::string s(b->View().begin(), b->View().end());
-  if (size_t nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
-  return s;
-}
-
 }  // namespace
 
 int Executor::Target(const SyscallEvent& ev, ProcessState& proc, int dirfd_arg, int path_arg,

@@ -157,6 +157,12 @@ const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub, Buffe
   return nullptr;
 }
 
+std::string CapturedString(const CapturedBuffer* b) {
+  std::string s(b->View().begin(), b->View().end());
+  if (size_t nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
+  return s;
+}
+
 uint8_t* Executor::Scratch(size_t n) {
   if (scratch_.size() < n) scratch_.resize(n);
   return scratch_.data();

@@ -106,4 +106,7 @@ bool IsVirtualPath(const std::string& path);
 const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub = 0,
                                  BufferDir dir = BufferDir::kIn);
 
+// A captured C string (a path, an xattr name), up to its NUL.
+std::string CapturedString(const CapturedBuffer* b);
+
 }  // namespace fay::replay

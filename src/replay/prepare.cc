@@ -158,6 +158,21 @@ Status WriteContent(int fd, const std::map<uint64_t, Node::Piece>& content, Blob
   return Status::Ok();
 }
 
+// Every directory above a path that existed existed too.
+void MarkParents(std::unordered_map<std::string, Node>& nodes, const std::string& path) {
+  std::string p = path;
+  while (true) {
+    size_t slash = p.rfind('/');
+    if (slash == std::string::npos || slash == 0) return;
+    p.resize(slash);
+    Node& n = nodes[p];
+    // Once a directory is known to have existed, so are its ancestors (marked with it).
+    if (n.state == State::kPre && n.kind == Kind::kDir) return;
+    if (n.state == State::kUnknown) n.state = State::kPre;
+    if (n.kind == Kind::kUnknown || n.kind == Kind::kFile) n.kind = Kind::kDir;
+  }
+}
+
 Kind KindOfMode(uint32_t mode) {
   if (S_ISDIR(mode)) return Kind::kDir;
   if (S_ISLNK(mode)) return Kind::kSymlink;
@@ -226,17 +241,7 @@ std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_ar
 }
 
 void Simulator::Parents(const std::string& path) {
-  std::string p = path;
-  while (true) {
-    size_t slash = p.rfind('/');
-    if (slash == std::string::npos || slash == 0) return;
-    p.resize(slash);
-    Node& n = nodes_[p];
-    // Once a directory is known to have existed, so are its ancestors (marked with it).
-    if (n.state == State::kPre && n.kind == Kind::kDir) return;
-    if (n.state == State::kUnknown) n.state = State::kPre;
-    if (n.kind == Kind::kUnknown || n.kind == Kind::kFile) n.kind = Kind::kDir;
-  }
+  MarkParents(nodes_, path);
 }
 
 Node& Simulator::Observe(const std::string& path, bool exists, Kind kind) {
@@ -727,13 +732,7 @@ void FollowSymlinks(std::unordered_map<std::string, Node>& nodes) {
     Node& to = nodes[at];
     if (to.state == State::kUnknown) to.state = State::kPre;
     if (to.state != State::kPre || to.modified) continue;
-    // Its directories existed too (a link may lead anywhere, /etc/alternatives/...).
-    for (std::string dir = at; dir.rfind('/') != std::string::npos && dir.rfind('/') > 0;) {
-      dir.resize(dir.rfind('/'));
-      Node& d = nodes[dir];
-      if (d.state == State::kUnknown) d.state = State::kPre;
-      if (d.kind == Kind::kUnknown || d.kind == Kind::kFile) d.kind = Kind::kDir;
-    }
+    MarkParents(nodes, at);  // a link may lead anywhere (/etc/alternatives/...)
     Node& target = nodes[at];
     if (followed_stat && !target.have_stat) {
       target.have_stat = true;

@@ -93,6 +93,11 @@ class Run {
       : s_(s), sb_(sb), o_(o), progress_(s.threads.size()) {}
 
   ReplayReport Go();
+  // What stopped the replay, if anything did (see Fail).
+  Status error() const {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    return error_;
+  }
 
  private:
   void Worker(std::vector<uint32_t> owned, WorkerTally* tally);
@@ -121,14 +126,10 @@ class Run {
     if (error_.ok()) error_ = st;
     failed_.store(true, std::memory_order_release);
   }
-
- public:
-  Status error() const {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    return error_;
-  }
-
- private:
+  // A lazy schedule's call, with its data fetched from the trace into *local (which holds it,
+  // and the blob chunk under it, only while the call runs); the call itself when nothing is to
+  // be fetched. nullptr once the replay has failed.
+  const SyscallEvent* WithData(const Call& c, BlobFetcher* fetcher, SyscallEvent* local);
   void ShowProgress();
 
   const Schedule& s_;
@@ -147,6 +148,25 @@ class Run {
   Status error_;
 };
 
+const SyscallEvent* Run::WithData(const Call& c, BlobFetcher* fetcher, SyscallEvent* local) {
+  if (failed_.load(std::memory_order_acquire)) return nullptr;
+  if (!s_.lazy || std::none_of(c.ev.buffers.begin(), c.ev.buffers.end(),
+                               [](const CapturedBuffer& b) { return b.stored.has_value(); }))
+    return &c.ev;
+  *local = c.ev;
+  for (CapturedBuffer& b : local->buffers) {
+    if (!b.stored) continue;
+    Status st = fetcher ? fetcher->Fetch(b, &b.shared)
+                        : Error(Code::kInternal, "no reader for the trace's data");
+    if (!st.ok()) {
+      Fail(Status(st.code(), fmt::format("call {}: {}", c.index, st.message())));
+      return nullptr;
+    }
+    b.stored.reset();
+  }
+  return local;
+}
+
 void Run::Done(uint32_t t, uint32_t i) {
   progress_[t].done.store(i + 1, std::memory_order_release);
   progress_[t].done.notify_all();
@@ -159,27 +179,9 @@ void Run::Done(uint32_t t, uint32_t i) {
 bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, BlobFetcher* fetcher) {
   const ThreadCalls& th = s_.threads[t];
   const Call& c = th.calls[i];
-  // A lazy schedule's data comes from the trace now, into a copy of the call that holds it
-  // (and the blob chunk under it) only while the call runs.
-  const SyscallEvent* ev = &c.ev;
   SyscallEvent local;
-  if (s_.lazy && !failed_.load(std::memory_order_acquire) &&
-      std::any_of(c.ev.buffers.begin(), c.ev.buffers.end(),
-                  [](const CapturedBuffer& b) { return b.stored.has_value(); })) {
-    local = c.ev;
-    for (CapturedBuffer& b : local.buffers) {
-      if (!b.stored) continue;
-      Status st = fetcher ? fetcher->Fetch(b, &b.shared)
-                          : Error(Code::kInternal, "no reader for the trace's data");
-      if (!st.ok()) {
-        Fail(Status(st.code(), fmt::format("call {}: {}", c.index, st.message())));
-        break;
-      }
-      b.stored.reset();
-    }
-    ev = &local;
-  }
-  if (failed_.load(std::memory_order_acquire)) {
+  const SyscallEvent* ev = WithData(c, fetcher, &local);
+  if (!ev) {
     Done(t, i);
     return false;
   }

@@ -199,17 +199,15 @@ Expected<Schedule> LoadSchedule(const std::string& path) {
   return LoadSchedule(path, {});
 }
 
-BlobFetcher::BlobFetcher(std::unique_ptr<trace::Reader> r) : reader_(std::move(r)) {}
-
 Expected<BlobFetcher> BlobFetcher::Open(const std::string& path) {
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   reader.ShareBlobs(true);
-  return BlobFetcher(std::make_unique<trace::Reader>(std::move(reader)));
+  return BlobFetcher(std::move(reader));
 }
 
 Status BlobFetcher::Fetch(const CapturedBuffer& b, CapturedBuffer::SharedBytes* out) {
   if (!b.stored) return Error(Code::kInternal, "a buffer the trace holds inline was fetched");
-  return reader_->FetchShared(*b.stored, out);
+  return reader_.FetchShared(*b.stored, out);
 }
 
 bool IsDataBuffer(const SyscallEvent& ev, const CapturedBuffer& b) {

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,8 +74,8 @@ class BlobFetcher {
   Status Fetch(const CapturedBuffer& b, CapturedBuffer::SharedBytes* out);
 
  private:
-  explicit BlobFetcher(std::unique_ptr<trace::Reader> r);
-  std::unique_ptr<trace::Reader> reader_;
+  explicit BlobFetcher(trace::Reader r) : reader_(std::move(r)) {}
+  trace::Reader reader_;
 };
 
 // Whether a lazy schedule leaves this buffer in the trace: the data of the read and write

@@ -312,8 +312,8 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
         if (!DecodeSyscallBody(br, st, cache, &sys, &blobs)) return bad("malformed syscall record");
         if (sinks.want_syscall && !sinks.want_syscall(sys)) break;
         for (const PendingBlob& pb : blobs) {
-          if (sinks.blob_ref &&
-              (!sinks.leave_unread || sinks.leave_unread(sys, sys.buffers[pb.buffer]))) {
+          if (sinks.blob_ref && sinks.leave_unread &&
+              sinks.leave_unread(sys, sys.buffers[pb.buffer])) {
             Status s = sinks.blob_ref(pb.hash, pb.size);
             if (!s.ok()) return bad(s.message());
             sys.buffers[pb.buffer].stored = StoredBlob{pb.hash.lo, pb.hash.hi, pb.size};

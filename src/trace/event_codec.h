@@ -95,7 +95,7 @@ struct DecodeSinks {
   // When set, used instead of `blob` and `shared_blob`: the buffer is left unread, as a
   // CapturedBuffer::stored reference, once this has checked the reference.
   std::function<Status(const Hash128&, uint64_t size)> blob_ref;
-  // With blob_ref: which buffers to leave unread (all of them when unset).
+  // With blob_ref: which buffers to leave unread.
   std::function<bool(const SyscallEvent&, const CapturedBuffer&)> leave_unread;
   // When set, used instead of `blob`: the buffer points to one shared copy of the blob.
   std::function<Status(const Hash128&, uint64_t size, CapturedBuffer::SharedBytes* shared)>

@@ -414,9 +414,9 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
   sinks.blob = [this](const Hash128& h, uint64_t size, std::vector<uint8_t>* out) {
     return ResolveBlob(h, size, out);
   };
-  if (skip_blobs_ || leave_unread_) {
+  if (leave_unread_) {
     sinks.blob_ref = [this](const Hash128& h, uint64_t size) { return CheckBlob(h, size); };
-    if (!skip_blobs_) sinks.leave_unread = leave_unread_;
+    sinks.leave_unread = leave_unread_;
   }
   if (share_blobs_)
     sinks.shared_blob = [this](const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {

@@ -118,18 +118,21 @@ class Reader {
 
   ReaderStats stats() const { return stats_; }
 
-  // From now on, buffers stored as blobs come back in CapturedBuffer::shared, one copy per
-  // distinct blob, instead of a copy each in `bytes`: a caller keeping the whole trace (the
-  // replay) holds each distinct content once. The copies live as long as a buffer points to them.
+  using BufferPredicate = std::function<bool(const SyscallEvent&, const CapturedBuffer&)>;
+  // From now on, buffers stored as blobs come back in CapturedBuffer::shared, pointing into
+  // the decoded blob chunk (which they keep alive) instead of a copy each in `bytes`: a caller
+  // keeping the whole trace (the replay) holds each distinct content once.
   void ShareBlobs(bool on) { share_blobs_ = on; }
   // From now on, buffers stored as blobs are not read: they come back as CapturedBuffer::stored
   // references (their size and hash), checked against the blob index but with no byte read.
   // For callers that look only at sizes (fay info): a trace's bytes are mostly its blobs.
   // Damage inside a blob chunk then goes unseen.
-  void SkipBlobs(bool on) { skip_blobs_ = on; }
+  void SkipBlobs(bool on) {
+    leave_unread_ =
+        on ? [](const SyscallEvent&, const CapturedBuffer&) { return true; } : BufferPredicate();
+  }
   // As SkipBlobs, for the buffers `which` picks (none once reset): their bytes are fetched
   // later, when needed, with FetchShared.
-  using BufferPredicate = std::function<bool(const SyscallEvent&, const CapturedBuffer&)>;
   void LeaveUnread(BufferPredicate which) { leave_unread_ = std::move(which); }
   // The bytes of a buffer left unread, as ShareBlobs would have given them.
   Status FetchShared(const StoredBlob& ref, CapturedBuffer::SharedBytes* out);
@@ -182,8 +185,7 @@ class Reader {
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
   bool share_blobs_ = false;
-  bool skip_blobs_ = false;
-  BufferPredicate leave_unread_;
+  BufferPredicate leave_unread_;  // buffers left as `stored` references; none when empty
   // Per chunk index: a blob chunk that buffers shared out of it still hold.
   std::vector<std::weak_ptr<const Bytes>> live_chunks_;
   std::unique_ptr<Decompressor> zstd_ = std::make_unique<Decompressor>();
