@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/core.h>
@@ -192,10 +193,28 @@ class Simulator {
   void Run(CallStream& calls) {
     while (const SyscallEvent* ev = calls.Next()) Call(*ev);
   }
+  // One call; what it touched is in touched() until the next.
+  void Call(const SyscallEvent& ev);
   std::unordered_map<std::string, Node>& nodes() { return nodes_; }
 
+  // The paths the last call looked up, with their nodes (stable: the map is node-based).
+  const std::vector<std::pair<const std::string*, Node*>>& touched() const { return touched_; }
+  // The last call named a path the walk could not follow (not captured, an unknown dirfd, the
+  // root itself): what it touches is unknown.
+  bool unresolved() const { return unresolved_; }
+
  private:
-  void Call(const SyscallEvent& ev);
+  Node& Touch(const std::string& path) {
+    auto it = nodes_.try_emplace(path).first;
+    touched_.emplace_back(&it->first, &it->second);
+    return it->second;
+  }
+  Node* TouchFind(const std::string& path) {
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) return nullptr;
+    touched_.emplace_back(&it->first, &it->second);
+    return &it->second;
+  }
   // A process first seen starts in the recording's working directory.
   Proc& P(int32_t pid) {
     auto [it, fresh] = procs_.try_emplace(pid);
@@ -216,11 +235,16 @@ class Simulator {
   // level of the tree (W3's 10,000 files). Prepare sorts the few pre-existing ones at the end.
   std::unordered_map<std::string, Node> nodes_;
   std::unordered_map<int32_t, Proc> procs_;
+  std::vector<std::pair<const std::string*, Node*>> touched_;
+  bool unresolved_ = false;
 };
 
 std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_arg) {
   const CapturedBuffer* b = FindBuffer(ev, path_arg);
-  if (!b || b->not_captured || b->truncated) return {};
+  if (!b || b->not_captured || b->truncated) {
+    unresolved_ = true;
+    return {};
+  }
   std::string path(b->View().begin(), b->View().end());
   if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
   if (path.empty()) return {};
@@ -232,7 +256,10 @@ std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_ar
       base = p.cwd;
     } else {
       auto it = p.fds.find(dirfd);
-      if (it == p.fds.end()) return {};
+      if (it == p.fds.end()) {
+        unresolved_ = true;
+        return {};
+      }
       base = it->second->path;
     }
   }
@@ -245,7 +272,7 @@ void Simulator::Parents(const std::string& path) {
 }
 
 Node& Simulator::Observe(const std::string& path, bool exists, Kind kind) {
-  Node& n = nodes_[path];
+  Node& n = Touch(path);
   if (n.state == State::kUnknown) n.state = exists ? State::kPre : State::kAbsent;
   if (exists && n.state == State::kPre && !n.modified && n.kind == Kind::kUnknown) n.kind = kind;
   // ENOENT says some component is missing, not which: the parents are known to have existed
@@ -255,7 +282,7 @@ Node& Simulator::Observe(const std::string& path, bool exists, Kind kind) {
 }
 
 void Simulator::Created(const std::string& path, Kind kind) {
-  Node& n = nodes_[path];
+  Node& n = Touch(path);
   if (n.state == State::kUnknown) n.state = State::kAbsent;
   n.modified = true;
   Parents(path);
@@ -297,9 +324,9 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
   if (Failed(ev.ret)) return;
   uint64_t n = static_cast<uint64_t>(ev.ret);
   if (advance) ref.offset += n;
-  auto it = nodes_.find(ref.path);
-  if (it == nodes_.end()) return;
-  Node& node = it->second;
+  Node* found = TouchFind(ref.path);
+  if (!found) return;
+  Node& node = *found;
   // Data the trace did not write itself: the file held it before.
   if (node.tentative && n > 0 && !node.modified && !node.Overlaps(offset, offset + n)) {
     node.state = State::kPre;
@@ -334,7 +361,13 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
 }
 
 void Simulator::Call(const SyscallEvent& ev) {
-  if (ev.exit_ns == 0 || (ev.flags & kEventNoExit)) return;
+  touched_.clear();
+  unresolved_ = false;
+  // A call that did not return may still have acted: its effect is unknown.
+  if (ev.exit_ns == 0 || (ev.flags & kEventNoExit)) {
+    if (ev.nr != sysno::exit && ev.nr != sysno::exit_group) unresolved_ = true;
+    return;
+  }
   const auto& a = ev.args;
   Proc& p = P(ev.pid);
   bool ok = !Failed(ev.ret);
@@ -346,11 +379,11 @@ void Simulator::Call(const SyscallEvent& ev) {
   auto node_of = [&](int fd) -> Node* {
     FileRef* r = fd_ref(fd);
     if (!r) return nullptr;
-    auto it = nodes_.find(r->path);
-    return it == nodes_.end() ? nullptr : &it->second;
+    return TouchFind(r->path);
   };
   auto path_call = [&](int path_arg, int dirfd_arg, Kind kind) -> Node* {
     std::string path = PathOf(ev, path_arg, dirfd_arg);
+    if (path == "/") unresolved_ = true;  // the root: it is there, but not the recorded one
     if (path.empty() || path == "/") return nullptr;
     if (!ok && !enoent) return nullptr;
     return &Observe(path, ok, kind);
@@ -375,7 +408,7 @@ void Simulator::Call(const SyscallEvent& ev) {
         if (ev.ret == -EEXIST) Observe(path, true);
         return;
       }
-      Node& n = nodes_[path];
+      Node& n = Touch(path);
       if (n.state == State::kUnknown) {
         if (flags & O_CREAT) {
           n.state = State::kAbsent;
@@ -576,7 +609,7 @@ void Simulator::Call(const SyscallEvent& ev) {
     case sysno::getdents64: {
       FileRef* r = fd_ref(static_cast<int>(a[0]));
       if (!r || !ok) return;
-      Node& dir = nodes_[r->path];
+      Node& dir = Touch(r->path);
       if (dir.state == State::kUnknown) dir.state = State::kPre;
       dir.kind = Kind::kDir;
       const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
@@ -594,7 +627,7 @@ void Simulator::Call(const SyscallEvent& ev) {
         if (name == "." || name == ".." || name.empty()) continue;
         Kind kind = type == DT_DIR ? Kind::kDir : type == DT_LNK ? Kind::kSymlink : Kind::kFile;
         std::string child = r->path == "/" ? "/" + name : r->path + "/" + name;
-        Node& c = nodes_[child];
+        Node& c = Touch(child);
         if (c.state == State::kUnknown) {
           c.state = State::kPre;
           c.kind = kind;
@@ -630,7 +663,7 @@ void Simulator::Call(const SyscallEvent& ev) {
 
 // Creates one entry (parents first: the map is ordered so "/a" precedes "/a/b").
 Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetcher* fetcher,
-            PrepareStats* st) {
+            PrepareStats* st, bool made_early) {
   ParentAndName pn;
   int r = sb.Parent(path, &pn);
   if (r < 0) return ErrnoError("--prepare: " + path + ": parent directory", -r);
@@ -640,6 +673,10 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
   if (!n.have_stat && n.executable) perm |= 0111;
   switch (n.kind) {
     case Kind::kDir:
+      if (made_early) {
+        ++st->dirs;  // made while the trace loaded; its owner and mode only now known
+        break;
+      }
       if (::mkdirat(dir, name, 0700) != 0) {
         if (errno != EEXIST) return ErrnoError("--prepare: mkdir " + path);
         ++st->existing;
@@ -752,7 +789,8 @@ void FollowSymlinks(std::unordered_map<std::string, Node>& nodes) {
   }
 }
 
-Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher) {
+Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher,
+                            const std::unordered_set<std::string>& made_early) {
   PrepareStats st;
   FollowSymlinks(sim.nodes());
   std::vector<std::pair<const std::string*, Node*>> pre;
@@ -765,7 +803,16 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher*
             [](const auto& a, const auto& b) { return *a.first < *b.first; });
   for (auto [path, n] : pre) {
     if (n->kind == Kind::kUnknown) n->kind = Kind::kFile;
-    FAY_RETURN_IF_ERROR(Make(sandbox, *path, *n, fetcher, &st));
+    bool early = made_early.count(*path) > 0;
+    if (early && n->kind != Kind::kDir) {
+      // Calls that ran while the trace loaded used it as the directory it then seemed to be.
+      return Error(Code::kInvalidArgument,
+                   "--prepare: " + *path +
+                       " was made a directory for the calls replayed while the trace loaded, "
+                       "and the rest of the trace shows it was not one; replay again with "
+                       "--stream off");
+    }
+    FAY_RETURN_IF_ERROR(Make(sandbox, *path, *n, fetcher, &st, early));
   }
   // What was written here must not be written back to disk while the replay runs and is timed.
   if (st.bytes > 0) {
@@ -781,14 +828,84 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher*
 
 struct Preparer::Impl {
   std::unique_ptr<Simulator> sim;
+  const Sandbox* sandbox = nullptr;
+  CallGate* gate = nullptr;
+  // Pre-existing directories made while the trace loaded, for the calls allowed early.
+  std::unordered_set<std::string> made_early;
+  std::string last_parent;  // its ancestors are all there
+
+  // Whether the walk's last call may run before the preparation is complete: it touched only
+  // paths the trace shows were absent when it started (created by it, or not found), whose
+  // state at the start nothing the walk learns later can change, and --prepare has nothing to
+  // make for. The directories above them that did exist are made now.
+  bool MayRunEarly();
+  bool MakeAncestors(const std::string& path);
 };
+
+bool Preparer::Impl::MayRunEarly() {
+  if (sim->unresolved()) return false;
+  for (const auto& [path, n] : sim->touched()) {
+    if (n->state != State::kAbsent || n->tentative) return false;
+  }
+  for (const auto& [path, n] : sim->touched()) {
+    if (!MakeAncestors(*path)) return false;
+  }
+  return true;
+}
+
+bool Preparer::Impl::MakeAncestors(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return true;
+  std::string_view parent(path.data(), slash);
+  if (parent == last_parent) return true;
+  // Upwards to the first directory that is there (made here, made by the trace, or "/"), then
+  // down again making the pre-existing ones.
+  std::vector<std::string> make;
+  std::string p(parent);
+  while (!p.empty() && p != "/") {
+    auto it = sim->nodes().find(p);
+    if (it == sim->nodes().end()) return false;  // nothing says it existed
+    const Node& n = it->second;
+    if (n.state == State::kAbsent) break;  // the trace made it before this call
+    if (n.state != State::kPre || n.kind != Kind::kDir) return false;
+    if (made_early.count(p)) break;
+    make.push_back(p);
+    size_t s = p.rfind('/');
+    p.resize(s == 0 ? 1 : s);
+  }
+  for (auto it = make.rbegin(); it != make.rend(); ++it) {
+    ParentAndName pn;
+    if (sandbox->Parent(*it, &pn) < 0) return false;
+    if (::mkdirat(pn.dir(), pn.name.c_str(), 0700) != 0) return false;  // there already: later
+    made_early.insert(*it);
+  }
+  last_parent.assign(parent);
+  return true;
+}
 
 Preparer::Preparer() : impl_(std::make_unique<Impl>()) {}
 Preparer::~Preparer() = default;
 
+void Preparer::StreamTo(const Sandbox& sandbox, CallGate* gate) {
+  impl_->sandbox = &sandbox;
+  impl_->gate = gate;
+}
+
 void Preparer::Walk(CallStream& calls) {
-  impl_->sim = std::make_unique<Simulator>(calls.info().cwd, calls.parent_of());
-  impl_->sim->Run(calls);
+  Impl& im = *impl_;
+  im.sim = std::make_unique<Simulator>(calls.info().cwd, calls.parent_of());
+  if (!im.gate || !calls.streaming()) {
+    im.sim->Run(calls);
+    return;
+  }
+  uint64_t k = 0;
+  bool early = true;
+  while (const SyscallEvent* ev = calls.Next()) {
+    im.sim->Call(*ev);
+    ++k;
+    if (early && !(early = im.MayRunEarly())) continue;
+    if (early) im.gate->Allow(k, calls.calls());
+  }
 }
 
 Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox, const Schedule& schedule) {
@@ -798,7 +915,7 @@ Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox, const Schedule& s
     FAY_ASSIGN_OR_RETURN(BlobFetcher f, BlobFetcher::Open(schedule.path));
     fetcher.emplace(std::move(f));
   }
-  return Make(*impl_->sim, sandbox, fetcher ? &*fetcher : nullptr);
+  return Make(*impl_->sim, sandbox, fetcher ? &*fetcher : nullptr, impl_->made_early);
 }
 
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {

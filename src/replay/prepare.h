@@ -43,6 +43,10 @@ class Preparer {
  public:
   Preparer();
   ~Preparer();
+  // Before the walk: while the trace streams in (CallStream::streaming), allow through `gate`
+  // the calls a replay may run before Apply (see Impl::MayRunEarly), making in the root the
+  // directories above them. The first call that may not stops the allowing.
+  void StreamTo(const Sandbox& sandbox, CallGate* gate);
   // Simulates the calls in recorded start order; called again, starts from scratch.
   void Walk(CallStream& calls);
   // Creates in the root what the walk found pre-existing (the schedule walked: a lazy one's

@@ -80,6 +80,40 @@ std::string FirstPath(const SyscallEvent& ev) {
   return {};
 }
 
+// One recorded thread's calls as the workers see them: all of a schedule's, or those of a
+// one-thread trace that is still loading, which a CallGate lets through.
+struct ThreadView {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  const Call* calls = nullptr;
+  size_t size = 0;
+};
+
+struct Input {
+  std::vector<ThreadView> threads;
+  bool lazy = false;
+  std::string path;
+  std::string cwd;
+  uint64_t calls = 0;  // for progress: a streamed trace's indexed count
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  const CallGate* gate = nullptr;  // streaming: the one thread's calls, as far as it allows
+};
+
+Input FromSchedule(const Schedule& s) {
+  Input in;
+  for (const ThreadCalls& t : s.threads) {
+    in.threads.push_back({t.pid, t.tid, t.calls.data(), t.calls.size()});
+  }
+  in.lazy = s.lazy;
+  in.path = s.path;
+  in.cwd = s.info.cwd;
+  in.calls = s.calls;
+  in.first_ns = s.first_ns;
+  in.last_ns = s.last_ns;
+  return in;
+}
+
 struct WorkerTally {
   uint64_t replayed = 0, emulated = 0, verified = 0, mismatches = 0;
   std::vector<Mismatch> listed;
@@ -89,8 +123,8 @@ struct WorkerTally {
 
 class Run {
  public:
-  Run(const Schedule& s, const Sandbox& sb, const ReplayOptions& o)
-      : s_(s), sb_(sb), o_(o), progress_(s.threads.size()) {}
+  Run(Input in, const Sandbox& sb, const ReplayOptions& o)
+      : s_(std::move(in)), sb_(sb), o_(o), progress_(s_.threads.size()) {}
 
   ReplayReport Go();
   // What stopped the replay, if anything did (see Fail).
@@ -101,6 +135,8 @@ class Run {
 
  private:
   void Worker(std::vector<uint32_t> owned, WorkerTally* tally);
+  // The one thread of a trace still loading, as far as the gate allows.
+  void StreamWorker(Executor& ex, WorkerTally* tally, BlobFetcher* fetch);
   bool Ready(const Call& c) const {
     for (const Dep& d : c.deps) {
       if (progress_[d.thread].done.load(std::memory_order_acquire) < d.count) return false;
@@ -132,7 +168,7 @@ class Run {
   const SyscallEvent* WithData(const Call& c, BlobFetcher* fetcher, SyscallEvent* local);
   void ShowProgress();
 
-  const Schedule& s_;
+  Input s_;
   const Sandbox& sb_;
   const ReplayOptions& o_;
   Processes procs_;
@@ -142,6 +178,7 @@ class Run {
   bool multiplexed_ = false;
   alignas(64) std::atomic<uint64_t> epoch_{0};
   uint64_t start_ns_ = 0;
+  mode_t mask_ = 0;  // the umask the replay started with
   std::atomic<bool> finished_{false};
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mu_;
@@ -177,7 +214,7 @@ void Run::Done(uint32_t t, uint32_t i) {
 }
 
 bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, BlobFetcher* fetcher) {
-  const ThreadCalls& th = s_.threads[t];
+  const ThreadView& th = s_.threads[t];
   const Call& c = th.calls[i];
   SyscallEvent local;
   const SyscallEvent* ev = WithData(c, fetcher, &local);
@@ -268,12 +305,16 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     uint64_t until = began + static_cast<uint64_t>((c.ev.exit_ns - c.ev.entry_ns) / speed);
     if (until > NowNs()) SleepUntil(until);
   };
+  if (s_.gate) {
+    StreamWorker(ex, tally, fetch);
+    return;
+  }
   size_t left = 0;
-  for (uint32_t t : owned) left += s_.threads[t].calls.size();
+  for (uint32_t t : owned) left += s_.threads[t].size;
   if (owned.size() == 1) {
     uint32_t t = owned[0];
-    const auto& calls = s_.threads[t].calls;
-    for (uint32_t i = 0; i < calls.size(); ++i) {
+    const Call* calls = s_.threads[t].calls;
+    for (uint32_t i = 0; i < s_.threads[t].size; ++i) {
       WaitFor(calls[i]);
       pace(0, calls[i]);
       uint64_t began = timed ? NowNs() : 0;
@@ -287,8 +328,8 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     uint64_t seen = epoch_.load(std::memory_order_acquire);
     bool ran = false;
     for (size_t k = 0; k < owned.size(); ++k) {
-      const auto& calls = s_.threads[owned[k]].calls;
-      while (pos[k] < calls.size() && Ready(calls[pos[k]])) {
+      const Call* calls = s_.threads[owned[k]].calls;
+      while (pos[k] < s_.threads[owned[k]].size && Ready(calls[pos[k]])) {
         pace(k, calls[pos[k]]);
         uint64_t began = timed ? NowNs() : 0;
         if (!Execute(ex, owned[k], pos[k], tally, fetch)) hold(calls[pos[k]], began);
@@ -299,6 +340,45 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
       }
     }
     if (!ran && left > 0) epoch_.wait(seen, std::memory_order_acquire);
+  }
+}
+
+void Run::StreamWorker(Executor& ex, WorkerTally* tally, BlobFetcher* fetch) {
+  if (!s_.gate->WaitFor(0)) return;
+  ThreadView& th = s_.threads[0];
+  th.calls = s_.gate->calls();
+  th.pid = th.calls[0].ev.pid;
+  th.tid = th.calls[0].ev.tid;
+  s_.first_ns = th.calls[0].ev.entry_ns;  // in start order
+  // The only worker: the directory is its own.
+  ProcessState& p = procs_.Add(th.pid);
+  p.set_cwd(s_.cwd.empty() ? "/" : s_.cwd);
+  p.set_umask(mask_);
+  bool timed = o_.timing != Timing::kAsap;
+  double speed = o_.timing == Timing::kOriginal ? 1.0 : o_.speed;
+  uint64_t live_prev = 0;
+  for (uint32_t i = 0; s_.gate->WaitFor(i); ++i) {
+    const Call& c = th.calls[i];
+    th.size = i + 1;
+    if (timed) {
+      uint64_t target;
+      if (i == 0) {
+        target = start_ns_;
+      } else {
+        const Call& prev = th.calls[i - 1];
+        uint64_t gap = c.ev.entry_ns > prev.ev.exit_ns && prev.ev.exit_ns != 0
+                           ? c.ev.entry_ns - prev.ev.exit_ns
+                           : 0;
+        target = live_prev + static_cast<uint64_t>(gap / speed);
+      }
+      if (target > NowNs()) SleepUntil(target);
+    }
+    uint64_t began = timed ? NowNs() : 0;
+    if (!Execute(ex, 0, i, tally, fetch) && timed && c.ev.exit_ns > c.ev.entry_ns) {
+      uint64_t until = began + static_cast<uint64_t>((c.ev.exit_ns - c.ev.entry_ns) / speed);
+      if (until > NowNs()) SleepUntil(until);
+    }
+    live_prev = timed ? NowNs() : 0;
   }
 }
 
@@ -337,11 +417,13 @@ void Run::ShowProgress() {
 ReplayReport Run::Go() {
   // Every process exists before the workers start, so the directory never changes under them.
   mode_t mask = ::umask(0);  // the replay applies each process's recorded umask itself
+  mask_ = mask;
   std::map<int32_t, bool> seen;
-  for (const ThreadCalls& t : s_.threads) {
+  for (const ThreadView& t : s_.threads) {
+    if (s_.gate) break;  // its worker adds the process once the first call is in
     if (seen.emplace(t.pid, true).second) {
       ProcessState& p = procs_.Add(t.pid);
-      p.set_cwd(s_.info.cwd.empty() ? "/" : s_.info.cwd);
+      p.set_cwd(s_.cwd.empty() ? "/" : s_.cwd);
       p.set_umask(mask);
     }
   }
@@ -402,7 +484,25 @@ Expected<ReplayReport> Replay(const Schedule& schedule, const Sandbox& sandbox,
   if (options.timing == Timing::kScaled && !(options.speed > 0)) {
     return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
   }
-  Run run(schedule, sandbox, options);
+  Run run(FromSchedule(schedule), sandbox, options);
+  ReplayReport report = run.Go();
+  if (Status st = run.error(); !st.ok()) return st;
+  return report;
+}
+
+Expected<ReplayReport> ReplayStreaming(const StreamedTrace& trace, const CallGate& gate,
+                                       const Sandbox& sandbox, const ReplayOptions& options) {
+  if (options.timing == Timing::kScaled && !(options.speed > 0)) {
+    return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
+  }
+  Input in;
+  in.threads.resize(1);
+  in.lazy = trace.lazy;
+  in.path = trace.path;
+  in.cwd = trace.cwd;
+  in.calls = trace.expected_calls;
+  in.gate = &gate;
+  Run run(std::move(in), sandbox, options);
   ReplayReport report = run.Go();
   if (Status st = run.error(); !st.ok()) return st;
   return report;

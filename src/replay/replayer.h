@@ -60,6 +60,21 @@ struct ReplayReport {
 Expected<ReplayReport> Replay(const Schedule& schedule, const Sandbox& sandbox,
                               const ReplayOptions& options);
 
+// Replays a one-thread trace while it still loads (CallStream::streaming): call k runs once `gate`
+// allows it, and the replay ends when the gate has ended and every call ran. The report's
+// calls and recorded time are the loader's to fill in (they are known only at the end).
+struct StreamedTrace {
+  bool lazy = false;
+  std::string path;
+  std::string cwd;
+  uint64_t expected_calls = 0;  // for the progress bar
+  static StreamedTrace Of(const CallStream& calls) {
+    return {calls.lazy(), calls.path(), calls.info().cwd, calls.expected()};
+  }
+};
+Expected<ReplayReport> ReplayStreaming(const StreamedTrace& trace, const CallGate& gate,
+                                       const Sandbox& sandbox, const ReplayOptions& options);
+
 // "-2 (ENOENT)", "3": how a return value prints in a mismatch.
 std::string FormatRet(int64_t ret);
 

@@ -144,7 +144,11 @@ Schedule ScheduleBuilder::Finish() && {
 }
 
 CallStream::CallStream(const Schedule& schedule)
-    : info_(schedule.info), parent_of_(&schedule.parent_of), complete_(true) {
+    : info_(schedule.info),
+      lazy_(schedule.lazy),
+      path_(schedule.path),
+      parent_of_(&schedule.parent_of),
+      complete_(true) {
   std::vector<std::pair<uint32_t, uint32_t>> order;
   for (uint32_t t = 0; t < schedule.threads.size(); ++t) {
     for (uint32_t i = 0; i < schedule.threads[t].calls.size(); ++i) order.emplace_back(t, i);
@@ -259,6 +263,9 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   ScheduleBuilder builder(indexed);
   CallStream stream;
   stream.info_ = reader.info();
+  stream.expected_ = indexed;
+  stream.lazy_ = lazy;
+  stream.path_ = path;
   std::thread walker;
   bool streaming = walk && one_thread && only_tid && indexed > 0;
   if (streaming) walker = std::thread([&] { walk(stream); });
@@ -267,9 +274,13 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   Status st = reader.ForEachTaking(
       trace::ReadFilter{},
       [&](SyscallEvent&& ev) {
-        // The calls must stay where the walker reads them: a thread the index did not name,
-        // or more calls than it counted, and the walk starts again once the load is done.
-        if (streaming && (ev.tid != *only_tid || builder.first_count() >= indexed)) {
+        // The calls must stay where the walker reads them, in start order: a thread the index
+        // did not name, more calls than it counted or a call that started before the one
+        // ahead of it, and the walk starts again once the load is done.
+        if (streaming &&
+            (ev.tid != *only_tid || builder.first_count() >= indexed ||
+             (builder.first_count() > 0 &&
+              ev.entry_ns < builder.first_calls()[builder.first_count() - 1].ev.entry_ns))) {
           stream.Abandon();
           streaming = false;
         }
@@ -302,7 +313,7 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   s.info = reader.info();
   s.path = path;
   s.lazy = lazy;
-  if (walk && !walked) {
+  if (walk && !walked && options.walk_complete) {
     CallStream all(s);
     walk(all);
   }

@@ -60,6 +60,8 @@ struct Schedule {
 struct LoadOptions {
   // A trace whose blob store holds at least this many bytes loads lazily (Schedule::lazy).
   uint64_t lazy_blob_bytes = 64 << 20;
+  // A walk that could not stream runs over the complete schedule (false: it is skipped).
+  bool walk_complete = true;
 };
 
 // Reads the whole trace. Errors carry the reader's file offsets.
@@ -96,6 +98,14 @@ class CallStream {
   // LoadSchedule). Blocks until the loader has it.
   const SyscallEvent* Next();
   const RecordingInfo& info() const { return info_; }
+  // Streaming from the loader (one thread, in start order): the thread's calls, where they stay
+  // while the trace loads; calls()[k] is the k-th call Next returned. Null when not streaming.
+  bool streaming() const { return !complete_; }
+  const Call* calls() const { return base_.load(std::memory_order_acquire); }
+  // The calls the trace's index counts (streaming), for a progress bar.
+  uint64_t expected() const { return expected_; }
+  bool lazy() const { return lazy_; }
+  const std::string& path() const { return path_; }
   // Which process forked which (null while streaming: a one-thread trace forks none that
   // makes calls).
   const std::map<int32_t, int32_t>* parent_of() const { return parent_of_; }
@@ -108,6 +118,9 @@ class CallStream {
   void End();
   void Abandon();
   RecordingInfo info_;
+  uint64_t expected_ = 0;
+  bool lazy_ = false;
+  std::string path_;
   const std::map<int32_t, int32_t>* parent_of_ = nullptr;
   std::atomic<uint64_t> epoch_{0};  // bumped by each of the three above
   // Streaming from the loader:
@@ -119,6 +132,54 @@ class CallStream {
   // From a complete schedule:
   std::vector<const SyscallEvent*> ordered_;
   bool complete_ = false;
+};
+
+// How far a replay that started while the trace loads may go: calls [0, allowed) of the trace's
+// one thread. The walk over the loading calls allows them (see Preparer::StreamTo); the loader
+// ends the gate once the schedule is complete and prepared, or fails it. One waiter.
+class CallGate {
+ public:
+  // Calls [0, n) of `calls` (CallStream::calls) may run (n only grows).
+  void Allow(uint64_t n, const Call* calls) {
+    if (n <= allowed_.load(std::memory_order_relaxed)) return;
+    calls_.store(calls, std::memory_order_relaxed);
+    allowed_.store(n, std::memory_order_release);
+    allowed_.notify_one();
+  }
+  // Every call may run; the thread has `total`, at `calls` (where they were while streaming).
+  void End(uint64_t total, const Call* calls) {
+    total_ = total;
+    calls_.store(calls, std::memory_order_relaxed);
+    allowed_.store(kEnded, std::memory_order_release);
+    allowed_.notify_one();
+  }
+  // Nothing more runs: the load or the preparation failed, or the index was wrong.
+  void Fail() {
+    failed_.store(true, std::memory_order_release);
+    allowed_.store(kEnded, std::memory_order_release);
+    allowed_.notify_one();
+  }
+  // Blocks until call i may run (true) or there is no call i to run (false: the thread ended
+  // before it, or the gate failed).
+  bool WaitFor(uint64_t i) const {
+    uint64_t a = allowed_.load(std::memory_order_acquire);
+    while (a <= i) {
+      allowed_.wait(a, std::memory_order_acquire);
+      a = allowed_.load(std::memory_order_acquire);
+    }
+    if (a != kEnded) return true;
+    return !failed_.load(std::memory_order_acquire) && i < total_;
+  }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // The thread's calls, once WaitFor returned true.
+  const Call* calls() const { return calls_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr uint64_t kEnded = UINT64_MAX;
+  std::atomic<uint64_t> allowed_{0};
+  std::atomic<bool> failed_{false};
+  uint64_t total_ = 0;                       // written before allowed_ ends, read after
+  std::atomic<const Call*> calls_{nullptr};  // stored before allowed_ grows, loaded after
 };
 
 // As LoadSchedule, running `walk` over the calls (on another thread while loading, when the
