@@ -28,12 +28,12 @@ class Run:
                 "peak_rss_kb": self.rss_kb, "exit": self.code}
 
 
-def run_once(argv, timeout, env=None, runone=None):
+def run_once(argv, timeout, env=None, runone=None, before=None):
     """Runs argv in a fresh scratch directory, output to files (pipes could stall the command).
 
     With runone (bench/runone.c), the command is forked from that small program, which reports
     its figures; otherwise from here, and peak RSS then includes this interpreter's (ru_maxrss
-    survives exec).
+    survives exec). before(scratch), when given, runs first and is not timed.
     """
     r = Run()
     r.scratch = tempfile.mkdtemp(prefix="fay-bench-")
@@ -41,6 +41,8 @@ def run_once(argv, timeout, env=None, runone=None):
     err_path = os.path.join(r.scratch, ".stderr")
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         argv = [a.replace("{scratch}", r.scratch) for a in argv]
+        if before:
+            before(r.scratch)
         result_path = os.path.join(r.scratch, ".runone")
         if runone:
             argv = [runone, result_path] + argv

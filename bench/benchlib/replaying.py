@@ -82,9 +82,13 @@ class Recording:
 
 def replay_tool(env, rec, root):
     """`fay replay --prepare --verify` of rec into root ("{scratch}/..." or a fixed path on the
-    file system the original ran on), which the run creates and the check removes."""
-    argv = ["/bin/sh", "-c", f"mkdir {root} && exec {env.fay} replay {rec.trace} --root {root} "
-            f"--prepare --verify --no-progress"]
+    file system the original ran on), which is made before each run (untimed: the original's
+    runs start in a directory that is there too) and which the check removes."""
+    argv = [env.fay, "replay", rec.trace, "--root", root, "--prepare", "--verify",
+            "--no-progress"]
+
+    def before(scratch):
+        os.mkdir(root.replace("{scratch}", scratch))
 
     def check(run):
         real_root = root.replace("{scratch}", run.scratch or "")
@@ -121,7 +125,8 @@ def replay_tool(env, rec, root):
         finally:
             shutil.rmtree(real_root, ignore_errors=True)
 
-    return Tool("fay replay --prepare --verify", "fay", argv, check, needs=[env.fay])
+    return Tool("fay replay --prepare --verify", "fay", argv, check, needs=[env.fay],
+                before=before)
 
 
 def replay_rule(limit):

@@ -18,7 +18,8 @@ OBSERVED = "observed"
 
 
 class Tool:
-    def __init__(self, name, kind, argv, check, needs=(), trace_file=None, events=None):
+    def __init__(self, name, kind, argv, check, needs=(), trace_file=None, events=None,
+                 before=None):
         self.name = name              # as shown in the tables
         self.kind = kind              # untraced | floor | fay | peer
         self.argv = argv              # list; "{scratch}" is replaced by the run's scratch dir
@@ -26,6 +27,7 @@ class Tool:
         self.needs = list(needs)      # executables that must exist
         self.trace_file = trace_file  # relative to the scratch dir: bytes of trace per event
         self.events = events          # None: the workload's count; OBSERVED: what it reported
+        self.before = before          # before(scratch): untimed set-up of each run
 
     def missing(self):
         for exe in self.needs:

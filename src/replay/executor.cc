@@ -135,19 +135,23 @@ bool IsReplayed(int nr) {
   }
 }
 
-bool IsVirtualPath(const std::string& path) {
-  // Most paths name none of the three trees and have nothing to normalise.
-  if (path.find("/proc") == std::string::npos && path.find("/sys") == std::string::npos &&
-      path.find("/dev") == std::string::npos && path.find("..") == std::string::npos) {
-    return false;
-  }
-  std::string n = NormalizePath(path);
+namespace {
+
+bool IsVirtualNormal(std::string_view n) {
   auto under = [&](std::string_view top) {
-    return n.compare(0, top.size(), top) == 0 && (n.size() == top.size() || n[top.size()] == '/');
+    return n.substr(0, top.size()) == top && (n.size() == top.size() || n[top.size()] == '/');
   };
   // /dev/shm is an ordinary tmpfs that programs keep real files in.
   if (under("/dev/shm")) return false;
   return under("/proc") || under("/sys") || under("/dev");
+}
+
+}  // namespace
+
+bool IsVirtualPath(const std::string& path) {
+  // Nearly every path is normal already: its first component says it all, without a copy.
+  if (IsNormalPath(path)) return IsVirtualNormal(path);
+  return IsVirtualNormal(NormalizePath(path));
 }
 
 const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub, BufferDir dir) {
@@ -172,10 +176,12 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
                        std::string* out) const {
   const CapturedBuffer* b = FindBuffer(ev, path_arg);
   if (!b || b->not_captured || b->truncated) return false;
-  std::string path(b->View().begin(), b->View().end());
-  if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
+  std::span<const uint8_t> v = b->View();
+  const void* nul = std::memchr(v.data(), 0, v.size());
+  std::string_view path(reinterpret_cast<const char*>(v.data()),
+                        nul ? static_cast<const uint8_t*>(nul) - v.data() : v.size());
   if (!path.empty() && path.front() == '/') {
-    *out = std::move(path);
+    out->assign(path);
     return true;
   }
   int dirfd = dirfd_arg < 0 ? AT_FDCWD : static_cast<int>(ev.args[dirfd_arg]);

@@ -161,11 +161,7 @@ std::string JoinPath(std::string_view base, std::string_view path) {
   return out;
 }
 
-namespace {
-
-// Absolute, with no empty, "." or ".." component and no trailing slash: already normal, as
-// nearly every path a program passes is.
-bool IsNormal(std::string_view path) {
+bool IsNormalPath(std::string_view path) {
   if (path.empty() || path.front() != '/') return false;
   if (path.size() == 1) return true;
   if (path.back() == '/') return false;
@@ -179,10 +175,8 @@ bool IsNormal(std::string_view path) {
   return true;
 }
 
-}  // namespace
-
 std::string NormalizePath(std::string_view path) {
-  if (IsNormal(path)) return std::string(path);
+  if (IsNormalPath(path)) return std::string(path);
   std::vector<std::string_view> parts;
   size_t i = 0;
   while (i < path.size()) {

@@ -101,5 +101,8 @@ std::string JoinPath(std::string_view base, std::string_view path);
 // Lexically normalised form ("/a/./b/../c" -> "/a/c"), clamped at "/". Used only to classify
 // paths (is it under /proc?) and by --prepare to name files, never to resolve them.
 std::string NormalizePath(std::string_view path);
+// Absolute, with no empty, "." or ".." component and no trailing slash: what NormalizePath
+// returns unchanged, as nearly every path a program passes is.
+bool IsNormalPath(std::string_view path);
 
 }  // namespace fay::replay

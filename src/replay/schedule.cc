@@ -63,6 +63,9 @@ Schedule ScheduleBuilder::Finish() && {
     }
   }
 
+  // One thread depends on no other: program order is the whole ordering.
+  if (s.threads.size() <= 1) return s;
+
   // Completion points: thread T reaches k completed calls at the running maximum of its exit
   // times (a call that never returned holds back every later call of its thread).
   struct Completion {
@@ -270,6 +273,16 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   bool streaming = walk && one_thread && only_tid && indexed > 0;
   if (streaming) walker = std::thread([&] { walk(stream); });
   size_t unpublished = 0;
+  // Before the streamed calls move (the list regrows, or is sorted) or go (an error): whatever
+  // reads them, the walk and what the walk let through, must be done with them.
+  auto stop_streaming = [&] {
+    if (streaming) {
+      streaming = false;
+      stream.Abandon();
+      if (walker.joinable()) walker.join();
+    }
+    if (options.stop_streaming) options.stop_streaming();
+  };
   // Taken, not copied, and straight into the thread's list.
   Status st = reader.ForEachTaking(
       trace::ReadFilter{},
@@ -281,30 +294,30 @@ Expected<Schedule> LoadSchedule(const std::string& path,
             (ev.tid != *only_tid || builder.first_count() >= indexed ||
              (builder.first_count() > 0 &&
               ev.entry_ns < builder.first_calls()[builder.first_count() - 1].ev.entry_ns))) {
-          stream.Abandon();
-          streaming = false;
+          stop_streaming();
         }
         builder.Add(std::move(ev));
-        if (streaming && ++unpublished == 256) {
+        // In small batches at first, so what follows the load (a replay) starts at once.
+        if (streaming && ++unpublished >= (builder.first_count() < 4096 ? 16u : 256u)) {
           stream.Publish(builder.first_calls(), builder.first_count());
           unpublished = 0;
         }
       },
       [&](const ProcessEvent& ev) { builder.Add(ev); });
+  if (!st.ok()) {
+    stop_streaming();
+    return st;
+  }
   bool walked = false;
   if (walker.joinable()) {
-    if (streaming && st.ok()) {
-      stream.Publish(builder.first_calls(), builder.first_count());
-      stream.End();
-      walked = true;
-    } else {
-      stream.Abandon();
-    }
+    stream.Publish(builder.first_calls(), builder.first_count());
+    stream.End();
+    walked = true;
     walker.join();
   }
-  if (!st.ok()) return st;
   uint64_t lost = reader.stats().lost_events;
   if (lost > 0) {
+    stop_streaming();
     return Error(Code::kInvalidArgument,
                  path + ": the recording lost " + std::to_string(lost) +
                      " events; a trace with holes cannot be replayed faithfully");

@@ -62,6 +62,10 @@ struct LoadOptions {
   uint64_t lazy_blob_bytes = 64 << 20;
   // A walk that could not stream runs over the complete schedule (false: it is skipped).
   bool walk_complete = true;
+  // Called, on the loading thread, before the streamed calls move or are freed (the index was
+  // wrong about the threads, or the load failed): it must stop whatever the walk let read them
+  // (a replay started from the walk) and wait for it.
+  std::function<void()> stop_streaming;
 };
 
 // Reads the whole trace. Errors carry the reader's file offsets.
@@ -148,6 +152,7 @@ class CallGate {
   }
   // Every call may run; the thread has `total`, at `calls` (where they were while streaming).
   void End(uint64_t total, const Call* calls) {
+    early_ = allowed_.load(std::memory_order_relaxed);
     total_ = total;
     calls_.store(calls, std::memory_order_relaxed);
     allowed_.store(kEnded, std::memory_order_release);
@@ -171,6 +176,8 @@ class CallGate {
     return !failed_.load(std::memory_order_acquire) && i < total_;
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // How many calls were allowed before End: those that could run while the trace loaded.
+  uint64_t early() const { return early_; }
   // The thread's calls, once WaitFor returned true.
   const Call* calls() const { return calls_.load(std::memory_order_relaxed); }
 
@@ -178,6 +185,7 @@ class CallGate {
   static constexpr uint64_t kEnded = UINT64_MAX;
   std::atomic<uint64_t> allowed_{0};
   std::atomic<bool> failed_{false};
+  uint64_t early_ = 0;
   uint64_t total_ = 0;                       // written before allowed_ ends, read after
   std::atomic<const Call*> calls_{nullptr};  // stored before allowed_ grows, loaded after
 };

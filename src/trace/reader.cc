@@ -327,6 +327,10 @@ Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
 }
 
 Status Reader::CheckBlob(const Hash128& h, uint64_t size) {
+  return LocateBlob(h, size).status();
+}
+
+Expected<Reader::BlobLoc> Reader::LocateBlob(const Hash128& h, uint64_t size) {
   auto it = blobs_.find(h);
   if (it == blobs_.end())
     return Error(Code::kIo,
@@ -335,13 +339,12 @@ Status Reader::CheckBlob(const Hash128& h, uint64_t size) {
     return Error(Code::kIo, fmt::format("references blob {} as {} bytes, the store holds {}",
                                         HashHex(h), size, it->second.size));
   stats_.blob_bytes_referenced += size;
-  return Status::Ok();
+  return it->second;
 }
 
 Expected<std::pair<Reader::BlobLoc, std::shared_ptr<const Bytes>>> Reader::FindBlob(
     const Hash128& h, uint64_t size) {
-  FAY_RETURN_IF_ERROR(CheckBlob(h, size));
-  BlobLoc loc = blobs_.find(h)->second;
+  FAY_ASSIGN_OR_RETURN(BlobLoc loc, LocateBlob(h, size));
   FAY_ASSIGN_OR_RETURN(auto raw, BlobChunk(loc.chunk));
   if (uint64_t{loc.offset} + loc.size > raw->size())
     return Error(Code::kIo, fmt::format("blob {} lies outside its chunk", HashHex(h)));

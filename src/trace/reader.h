@@ -161,7 +161,8 @@ class Reader {
   // Where blob h lies, and its chunk's bytes; checks that the reference names its size.
   Expected<std::pair<BlobLoc, std::shared_ptr<const Bytes>>> FindBlob(const Hash128& h,
                                                                       uint64_t size);
-  Status CheckBlob(const Hash128& h, uint64_t size);  // known, and of that size
+  Status CheckBlob(const Hash128& h, uint64_t size);              // known, and of that size
+  Expected<BlobLoc> LocateBlob(const Hash128& h, uint64_t size);  // CheckBlob's find
   Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
   Status SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out);
   std::string Where(const ChunkRef& c) const;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "replay/executor.h"
 #include "replay/replayer.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
@@ -169,6 +170,20 @@ TEST(SandboxTest, MissingRootIsAClearError) {
   auto sb = Sandbox::Open("/nonexistent/fay-replay-root");
   ASSERT_FALSE(sb.ok());
   EXPECT_NE(sb.status().message().find("/nonexistent/fay-replay-root"), std::string::npos);
+}
+
+TEST(PathTest, VirtualPaths) {
+  EXPECT_TRUE(IsVirtualPath("/proc/self/maps"));
+  EXPECT_TRUE(IsVirtualPath("/sys"));
+  EXPECT_TRUE(IsVirtualPath("/dev/null"));
+  EXPECT_TRUE(IsVirtualPath("/tmp/../dev/null"));
+  EXPECT_TRUE(IsVirtualPath("/dev/shm/../null"));
+  EXPECT_TRUE(IsVirtualPath("/dev//null"));
+  EXPECT_FALSE(IsVirtualPath("/dev/shm/w3/files/f.123"));
+  EXPECT_FALSE(IsVirtualPath("/dev/shm"));
+  EXPECT_FALSE(IsVirtualPath("/device/x"));
+  EXPECT_FALSE(IsVirtualPath("/data/proc/x"));
+  EXPECT_FALSE(IsVirtualPath("/proc/../etc/passwd"));
 }
 
 TEST(PathTest, JoinAndNormalize) {

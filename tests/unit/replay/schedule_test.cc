@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "replay_test_util.h"
 #include "schema/syscall_table.h"
 #include "trace/reader.h"
@@ -173,6 +175,73 @@ TEST(ScheduleTest, AWalkSeesEveryCallInStartOrder) {
     for (int i = 0; i < kCalls; ++i) ASSERT_EQ(seen[i], 10u + 10u * i) << "call " << i;
     EXPECT_EQ(s->calls, static_cast<uint64_t>(kCalls));
   }
+}
+
+// A one-thread trace whose calls are not in start order cannot stream: the loader stops what
+// read the streamed calls before it sorts them, and the walk runs again over the whole schedule.
+TEST(ScheduleTest, AStreamThatCannotGoOnIsStoppedBeforeItsCallsMove) {
+  testing::ScratchDir dir;
+  std::string path = dir.File("unordered.fay");
+  constexpr int kCalls = 2000;
+  {
+    trace::WriterOptions wo;
+    wo.chunk_bytes = 512;
+    auto w = trace::Writer::Create(path, RecordingInfo{}, wo);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    for (int i = 0; i < kCalls; ++i) {
+      int at = i == kCalls - 10 ? 5 : i;  // one call late in the file started early
+      (*w)->Append(Call(1, 100 + 10 * at, 105 + 10 * at, sysno::getppid, 1));
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  std::vector<bool> streaming;
+  std::vector<size_t> seen;
+  int stops = 0;
+  LoadOptions opt;
+  opt.stop_streaming = [&] {
+    ++stops;
+    EXPECT_EQ(streaming.size(), 1u);  // the first walk is over
+  };
+  CallGate gate;
+  auto s = LoadSchedule(
+      path,
+      [&](CallStream& calls) {
+        streaming.push_back(calls.streaming());
+        size_t n = 0;
+        while (calls.Next()) gate.Allow(++n, calls.calls());
+        seen.push_back(n);
+      },
+      opt);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(stops, 1);
+  EXPECT_EQ(streaming, (std::vector<bool>{true, false}));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_LT(seen[0], static_cast<size_t>(kCalls));
+  EXPECT_EQ(seen[1], static_cast<size_t>(kCalls));
+  ASSERT_EQ(s->threads.size(), 1u);
+  EXPECT_EQ(s->threads[0].calls[6].ev.entry_ns, 150u);  // sorted: the late call after its twin
+  EXPECT_EQ(s->threads[0].calls[7].ev.entry_ns, 160u);
+}
+
+TEST(ScheduleTest, ACallGateLetsThroughWhatItAllowsThenEverythingOrNothing) {
+  fay::replay::Call calls[3];
+  CallGate open;
+  open.Allow(2, calls);
+  EXPECT_TRUE(open.WaitFor(0));
+  EXPECT_TRUE(open.WaitFor(1));
+  EXPECT_EQ(open.calls(), calls);
+  open.End(3, calls);
+  EXPECT_TRUE(open.WaitFor(2));
+  EXPECT_FALSE(open.WaitFor(3));  // the thread has 3 calls
+  EXPECT_EQ(open.early(), 2u);
+  EXPECT_FALSE(open.failed());
+
+  CallGate failed;
+  failed.Allow(1, calls);
+  std::thread waiter([&] { EXPECT_FALSE(failed.WaitFor(1)); });
+  failed.Fail();
+  waiter.join();
+  EXPECT_TRUE(failed.failed());
 }
 
 TEST(ScheduleTest, EqualBuffersShareOneCopy) {
