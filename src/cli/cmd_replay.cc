@@ -1,5 +1,6 @@
 // fay replay FILE --root DIR [--prepare] [--verify] [--timing asap|original|xN]
 //                 [--threads auto|N] [--progress] [--max-mismatches N]
+//                 [--lazy-data auto|on|off] [--stream auto|off]
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <unistd.h>
