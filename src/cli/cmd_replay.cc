@@ -171,8 +171,10 @@ int Run(const ReplayCli& c) {
   Expected<replay::ReplayReport> report = Error(Code::kInternal, "no replay ran");
   if (streamer.joinable() || streamed) {
     if (streamer.joinable() && !gate.failed()) {
-      gate.End(schedule->threads.empty() ? 0 : schedule->threads[0].calls.size(),
-               schedule->threads.empty() ? nullptr : schedule->threads[0].calls.data());
+      // Streaming means one thread (the index said so, and the load held to it), or none.
+      static const std::vector<replay::Call> kNone;
+      const auto& calls = schedule->threads.empty() ? kNone : schedule->threads[0].calls;
+      gate.End(calls.size(), calls.data());
     }
     if (streamer.joinable()) streamer.join();
     if (gate.failed() && streamed->ok()) {

@@ -161,10 +161,15 @@ const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub, Buffe
   return nullptr;
 }
 
+std::string_view CapturedView(const CapturedBuffer* b) {
+  std::span<const uint8_t> v = b->View();
+  const void* nul = std::memchr(v.data(), 0, v.size());
+  return {reinterpret_cast<const char*>(v.data()),
+          nul ? static_cast<size_t>(static_cast<const uint8_t*>(nul) - v.data()) : v.size()};
+}
+
 std::string CapturedString(const CapturedBuffer* b) {
-  std::string s(b->View().begin(), b->View().end());
-  if (size_t nul = s.find('\0'); nul != std::string::npos) s.resize(nul);
-  return s;
+  return std::string(CapturedView(b));
 }
 
 uint8_t* Executor::Scratch(size_t n) {
@@ -176,10 +181,7 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
                        std::string* out) const {
   const CapturedBuffer* b = FindBuffer(ev, path_arg);
   if (!b || b->not_captured || b->truncated) return false;
-  std::span<const uint8_t> v = b->View();
-  const void* nul = std::memchr(v.data(), 0, v.size());
-  std::string_view path(reinterpret_cast<const char*>(v.data()),
-                        nul ? static_cast<const uint8_t*>(nul) - v.data() : v.size());
+  std::string_view path = CapturedView(b);
   if (!path.empty() && path.front() == '/') {
     out->assign(path);
     return true;

@@ -107,6 +107,7 @@ const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub = 0,
                                  BufferDir dir = BufferDir::kIn);
 
 // A captured C string (a path, an xattr name), up to its NUL.
+std::string_view CapturedView(const CapturedBuffer* b);
 std::string CapturedString(const CapturedBuffer* b);
 
 }  // namespace fay::replay

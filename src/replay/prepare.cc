@@ -245,8 +245,7 @@ std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_ar
     unresolved_ = true;
     return {};
   }
-  std::string path(b->View().begin(), b->View().end());
-  if (size_t nul = path.find('\0'); nul != std::string::npos) path.resize(nul);
+  std::string_view path = CapturedView(b);
   if (path.empty()) return {};
   std::string base;
   if (path.front() != '/') {

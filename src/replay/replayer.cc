@@ -72,10 +72,7 @@ std::string FirstPath(const SyscallEvent& ev) {
   for (int i = 0; i < sig.nargs; ++i) {
     if (sig.args[i].type != ArgType::kPath) continue;
     const CapturedBuffer* b = FindBuffer(ev, i);
-    if (!b) return {};
-    std::string p(b->View().begin(), b->View().end());
-    if (size_t nul = p.find('\0'); nul != std::string::npos) p.resize(nul);
-    return p;
+    return b ? CapturedString(b) : std::string();
   }
   return {};
 }
@@ -135,8 +132,9 @@ class Run {
 
  private:
   void Worker(std::vector<uint32_t> owned, WorkerTally* tally);
-  // The one thread of a trace still loading, as far as the gate allows.
-  void StreamWorker(Executor& ex, WorkerTally* tally, BlobFetcher* fetch);
+  // Whether thread t has a call i to run: for the one thread of a trace still loading, once the
+  // gate allows it (the thread's process is set up with its first call).
+  bool HasCall(uint32_t t, uint32_t i);
   bool Ready(const Call& c) const {
     for (const Dep& d : c.deps) {
       if (progress_[d.thread].done.load(std::memory_order_acquire) < d.count) return false;
@@ -305,16 +303,10 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     uint64_t until = began + static_cast<uint64_t>((c.ev.exit_ns - c.ev.entry_ns) / speed);
     if (until > NowNs()) SleepUntil(until);
   };
-  if (s_.gate) {
-    StreamWorker(ex, tally, fetch);
-    return;
-  }
-  size_t left = 0;
-  for (uint32_t t : owned) left += s_.threads[t].size;
   if (owned.size() == 1) {
     uint32_t t = owned[0];
-    const Call* calls = s_.threads[t].calls;
-    for (uint32_t i = 0; i < s_.threads[t].size; ++i) {
+    for (uint32_t i = 0; HasCall(t, i); ++i) {
+      const Call* calls = s_.threads[t].calls;
       WaitFor(calls[i]);
       pace(0, calls[i]);
       uint64_t began = timed ? NowNs() : 0;
@@ -324,6 +316,8 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
     }
     return;
   }
+  size_t left = 0;
+  for (uint32_t t : owned) left += s_.threads[t].size;
   while (left > 0) {
     uint64_t seen = epoch_.load(std::memory_order_acquire);
     bool ran = false;
@@ -343,43 +337,22 @@ void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
   }
 }
 
-void Run::StreamWorker(Executor& ex, WorkerTally* tally, BlobFetcher* fetch) {
-  if (!s_.gate->WaitFor(0)) return;
-  ThreadView& th = s_.threads[0];
-  th.calls = s_.gate->calls();
-  th.pid = th.calls[0].ev.pid;
-  th.tid = th.calls[0].ev.tid;
-  s_.first_ns = th.calls[0].ev.entry_ns;  // in start order
-  // The only worker: the directory is its own.
-  ProcessState& p = procs_.Add(th.pid);
-  p.set_cwd(s_.cwd.empty() ? "/" : s_.cwd);
-  p.set_umask(mask_);
-  bool timed = o_.timing != Timing::kAsap;
-  double speed = o_.timing == Timing::kOriginal ? 1.0 : o_.speed;
-  uint64_t live_prev = 0;
-  for (uint32_t i = 0; s_.gate->WaitFor(i); ++i) {
-    const Call& c = th.calls[i];
-    th.size = i + 1;
-    if (timed) {
-      uint64_t target;
-      if (i == 0) {
-        target = start_ns_;
-      } else {
-        const Call& prev = th.calls[i - 1];
-        uint64_t gap = c.ev.entry_ns > prev.ev.exit_ns && prev.ev.exit_ns != 0
-                           ? c.ev.entry_ns - prev.ev.exit_ns
-                           : 0;
-        target = live_prev + static_cast<uint64_t>(gap / speed);
-      }
-      if (target > NowNs()) SleepUntil(target);
-    }
-    uint64_t began = timed ? NowNs() : 0;
-    if (!Execute(ex, 0, i, tally, fetch) && timed && c.ev.exit_ns > c.ev.entry_ns) {
-      uint64_t until = began + static_cast<uint64_t>((c.ev.exit_ns - c.ev.entry_ns) / speed);
-      if (until > NowNs()) SleepUntil(until);
-    }
-    live_prev = timed ? NowNs() : 0;
+bool Run::HasCall(uint32_t t, uint32_t i) {
+  if (!s_.gate) return i < s_.threads[t].size;
+  if (!s_.gate->WaitFor(i)) return false;
+  if (i == 0) {
+    // The first call is in: the thread and its process are known now.
+    ThreadView& th = s_.threads[0];
+    th.calls = s_.gate->calls();
+    th.pid = th.calls[0].ev.pid;
+    th.tid = th.calls[0].ev.tid;
+    s_.first_ns = th.calls[0].ev.entry_ns;  // in start order
+    // The only worker: the directory is its own.
+    ProcessState& p = procs_.Add(th.pid);
+    p.set_cwd(s_.cwd.empty() ? "/" : s_.cwd);
+    p.set_umask(mask_);
   }
+  return true;
 }
 
 void Run::ShowProgress() {

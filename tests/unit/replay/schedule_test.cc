@@ -39,6 +39,15 @@ SyscallEvent ReadOf(int i, uint8_t fill) {
   return ev;
 }
 
+// Writes events as a trace in many small chunks (with wo's sizes).
+void WriteTrace(const std::string& path, const std::vector<SyscallEvent>& events,
+                trace::WriterOptions wo) {
+  auto w = trace::Writer::Create(path, RecordingInfo{}, wo);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (const SyscallEvent& ev : events) (*w)->Append(ev);
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
 std::string Deps(const Schedule& s, int t, int i) {
   std::string out;
   for (const Dep& d : s.threads[t].calls[i].deps) {
@@ -183,17 +192,14 @@ TEST(ScheduleTest, AStreamThatCannotGoOnIsStoppedBeforeItsCallsMove) {
   testing::ScratchDir dir;
   std::string path = dir.File("unordered.fay");
   constexpr int kCalls = 2000;
-  {
-    trace::WriterOptions wo;
-    wo.chunk_bytes = 512;
-    auto w = trace::Writer::Create(path, RecordingInfo{}, wo);
-    ASSERT_TRUE(w.ok()) << w.status().message();
-    for (int i = 0; i < kCalls; ++i) {
-      int at = i == kCalls - 10 ? 5 : i;  // one call late in the file started early
-      (*w)->Append(Call(1, 100 + 10 * at, 105 + 10 * at, sysno::getppid, 1));
-    }
-    ASSERT_TRUE((*w)->Close().ok());
+  std::vector<SyscallEvent> events;
+  for (int i = 0; i < kCalls; ++i) {
+    int at = i == kCalls - 10 ? 5 : i;  // one call late in the file started early
+    events.push_back(Call(1, 100 + 10 * at, 105 + 10 * at, sysno::getppid, 1));
   }
+  trace::WriterOptions wo;
+  wo.chunk_bytes = 512;
+  WriteTrace(path, events, wo);
   std::vector<bool> streaming;
   std::vector<size_t> seen;
   int stops = 0;
