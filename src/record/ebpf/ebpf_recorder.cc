@@ -483,19 +483,24 @@ Status EbpfRecorder::Load() {
     progs_.clear();
     FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(options));
     // The verifier takes most of start-up, a program at a time: the two big syscall probes
-    // are checked at once, one on another thread.
-    Expected<bpf::Program> enter = Error(Code::kInternal, "not loaded");
-    std::thread other([&] { enter = bpf::Program::Load(set.sys_enter, fds); });
+    // are checked at once, the enter probe and then the four small ones on another thread.
+    const bpf::ProgramSpec* others[] = {&set.sys_enter, &set.fork, &set.exec, &set.exit,
+                                        &set.sched_switch};
+    std::vector<Expected<bpf::Program>> loaded;
+    std::thread other([&] {
+      for (const bpf::ProgramSpec* spec : others) {
+        loaded.push_back(bpf::Program::Load(*spec, fds));
+        if (!loaded.back().ok()) break;
+      }
+    });
     Expected<bpf::Program> exit = bpf::Program::Load(set.sys_exit, fds);
     other.join();
-    if (!enter.ok()) return enter.status();
+    for (auto& p : loaded)
+      if (!p.ok()) return p.status();
     if (!exit.ok()) return exit.status();
-    progs_.push_back(std::move(enter).value());
+    progs_.push_back(std::move(loaded[0]).value());
     progs_.push_back(std::move(exit).value());
-    for (const bpf::ProgramSpec* spec : {&set.fork, &set.exec, &set.exit, &set.sched_switch}) {
-      FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*spec, fds));
-      progs_.push_back(std::move(p));
-    }
+    for (size_t i = 1; i < loaded.size(); ++i) progs_.push_back(std::move(loaded[i]).value());
     return Status::Ok();
   };
   Status typed = load_all(po);
@@ -635,13 +640,24 @@ Expected<RecordResult> EbpfRecorder::Run() {
   if (opt_.pid && kill(opt_.pid, 0) != 0 && errno == ESRCH)
     return Error(Code::kNotFound, fmt::format("no process {}", opt_.pid));
   FAY_RETURN_IF_ERROR(Configure());
-  FAY_RETURN_IF_ERROR(Load());
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
   info.max_buffer = max_buffer_;  // the ring bounds every buffer, even without --max-buffer
   result_.path = opt_.output.empty() ? DefaultOutputName(opt_) : opt_.output;
 
-  // Threads (writer, consumer) must not take the stop signals: blocked while they are created.
+  // Threads (loader, writer, consumer) must not take the stop signals: blocked while they are
+  // created.
   StopSignals signals;
+  // Loading (allocating the ring, then the verifier) is most of start-up, and the command is
+  // spawned and held meanwhile. Every return below must join the loader first: it fills maps_
+  // and progs_.
+  Status loaded = Error(Code::kInternal, "not loaded");
+  std::thread loader([this, &loaded] { loaded = Load(); });
+  struct JoinLoader {
+    std::thread& t;
+    ~JoinLoader() {
+      if (t.joinable()) t.join();
+    }
+  } join_loader{loader};
   std::optional<HeldChild> child;
   pid_t root = opt_.pid;
   if (block_) {
@@ -663,6 +679,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
     root = child->pid();
     if (throttle_) FAY_RETURN_IF_ERROR(throttle_->Adopt(root));
   }
+  loader.join();
+  // The held child is killed and reaped by its destructor.
+  FAY_RETURN_IF_ERROR(loaded);
   info.root_pid = root;
   uint32_t key = static_cast<uint32_t>(root);
   uint8_t alive = 1;
