@@ -409,6 +409,11 @@ Status EbpfRecorder::Configure() {
                    fmt::format("--ring-size {} must be a power of two of at least 64K "
                                "(examples: 8M, 64M, 1G)",
                                opt_.ring_size));
+    // The map's size is a u32: 4G would reach the kernel as 0 and fail as "invalid argument".
+    if (opt_.ring_size > (1ull << 31))
+      return Error(Code::kInvalidArgument,
+                   fmt::format("--ring-size {} is more than a ring buffer can hold (at most 2G)",
+                               opt_.ring_size));
     ring_bytes_ = opt_.ring_size;
   }
   uint64_t share = ring_bytes_ / kBufferShareOfRing;

@@ -75,6 +75,17 @@ TEST(Record, EbpfBackendRejectsARingThatIsNotAPowerOfTwo) {
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().message();
 }
 
+TEST(Record, EbpfBackendRejectsARingLargerThanAMapCanHold) {
+  RecordOptions o;
+  o.backend = "ebpf";
+  o.ring_size = 4ull << 30;
+  o.argv = {"/bin/true"};
+  auto r = Record(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().message();
+  EXPECT_NE(r.status().message().find("at most 2G"), std::string::npos) << r.status().message();
+}
+
 TEST(Record, NeedsExactlyOneOfPidAndCommand) {
   RecordOptions neither;
   auto a = Record(neither);
