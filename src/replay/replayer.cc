@@ -389,15 +389,14 @@ void Run::ShowProgress() {
 
 ReplayReport Run::Go() {
   // Every process exists before the workers start, so the directory never changes under them.
-  mode_t mask = ::umask(0);  // the replay applies each process's recorded umask itself
-  mask_ = mask;
+  mask_ = ::umask(0);  // the replay applies each process's recorded umask itself
   std::map<int32_t, bool> seen;
   for (const ThreadView& t : s_.threads) {
     if (s_.gate) break;  // its worker adds the process once the first call is in
     if (seen.emplace(t.pid, true).second) {
       ProcessState& p = procs_.Add(t.pid);
       p.set_cwd(s_.cwd.empty() ? "/" : s_.cwd);
-      p.set_umask(mask);
+      p.set_umask(mask_);
     }
   }
   unsigned n = static_cast<unsigned>(s_.threads.size());
@@ -418,7 +417,7 @@ ReplayReport Run::Go() {
   uint64_t end = NowNs();
   finished_ = true;
   if (progress.joinable()) progress.join();
-  ::umask(mask);
+  ::umask(mask_);
 
   ReplayReport r;
   r.calls = s_.calls;
@@ -442,6 +441,18 @@ ReplayReport Run::Go() {
   return r;
 }
 
+// What the complete and the streamed replay share: the options' check, the run, and the error
+// that stopped it (its report is then not the replay's).
+Expected<ReplayReport> RunAll(Input in, const Sandbox& sandbox, const ReplayOptions& options) {
+  if (options.timing == Timing::kScaled && !(options.speed > 0)) {
+    return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
+  }
+  Run run(std::move(in), sandbox, options);
+  ReplayReport report = run.Go();
+  if (Status st = run.error(); !st.ok()) return st;
+  return report;
+}
+
 }  // namespace
 
 std::string FormatRet(int64_t ret) {
@@ -454,20 +465,11 @@ std::string FormatRet(int64_t ret) {
 
 Expected<ReplayReport> Replay(const Schedule& schedule, const Sandbox& sandbox,
                               const ReplayOptions& options) {
-  if (options.timing == Timing::kScaled && !(options.speed > 0)) {
-    return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
-  }
-  Run run(FromSchedule(schedule), sandbox, options);
-  ReplayReport report = run.Go();
-  if (Status st = run.error(); !st.ok()) return st;
-  return report;
+  return RunAll(FromSchedule(schedule), sandbox, options);
 }
 
 Expected<ReplayReport> ReplayStreaming(const StreamedTrace& trace, const CallGate& gate,
                                        const Sandbox& sandbox, const ReplayOptions& options) {
-  if (options.timing == Timing::kScaled && !(options.speed > 0)) {
-    return Error(Code::kInvalidArgument, "--timing xN needs N > 0");
-  }
   Input in;
   in.threads.resize(1);
   in.lazy = trace.lazy;
@@ -475,10 +477,7 @@ Expected<ReplayReport> ReplayStreaming(const StreamedTrace& trace, const CallGat
   in.cwd = trace.cwd;
   in.calls = trace.expected_calls;
   in.gate = &gate;
-  Run run(std::move(in), sandbox, options);
-  ReplayReport report = run.Go();
-  if (Status st = run.error(); !st.ok()) return st;
-  return report;
+  return RunAll(std::move(in), sandbox, options);
 }
 
 }  // namespace fay::replay
