@@ -93,8 +93,8 @@ WORKLOADS = {
     # T = 1: with two or more threads the barrier's futex calls (who waits, who wakes, how many
     # were woken) depend on which thread gets there first, so they differ from run to run. The
     # main thread must reach pthread_join's futex wait before the reader exits, or there is no
-    # wait: one CPU for both (the new thread does not preempt the one that created it) and
-    # thousands of reads against one syscall keep it so even on a loaded machine.
+    # wait: the reader spins until main sets a flag just before pthread_join, then does its
+    # thousands of reads (the scheduler alone did not ensure it on a loaded machine).
     "threads_read": Workload(lambda ctx: ["taskset", "-c", str(min(os.sched_getaffinity(0))),
                                           "threads_read", "1", "5000"],
                              counts={"read": 5000, "clone3": 1}, count_from=3),

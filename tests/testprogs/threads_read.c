@@ -10,12 +10,17 @@
 static int zero_fd;
 static long per_thread;
 static pthread_barrier_t start;
+// Set by the main thread just before pthread_join. The readers wait for it in user space (no
+// syscall), so that pthread_join always finds them still running and always makes its futex wait:
+// the main thread's calls are then the same in every run, whatever the scheduler does.
+static int joining;
 
 static void* reader(void* arg) {
   char c;
   long bad = 0;
   // Start together so the reads really interleave across CPUs.
   pthread_barrier_wait(&start);
+  while (!__atomic_load_n(&joining, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
   for (long i = 0; i < per_thread; i++) {
     if (syscall(SYS_read, zero_fd, &c, 1) != 1) bad = 1;
   }
@@ -38,6 +43,7 @@ int main(int argc, char** argv) {
     if (pthread_create(&threads[i], 0, reader, 0) != 0) return 1;
   }
   int bad = 0;
+  __atomic_store_n(&joining, 1, __ATOMIC_RELEASE);
   for (long i = 0; i < t; i++) {
     void* r;
     pthread_join(threads[i], &r);
