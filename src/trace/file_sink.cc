@@ -119,7 +119,10 @@ Status FileSink::Append(const void* data, size_t n) {
     len_ += take;
     p += take;
     n -= take;
-    if (len_ >= kSegment) FAY_RETURN_IF_ERROR(HandOff(len_ / kSegment * kSegment));
+    if (len_ >= segment_) {
+      FAY_RETURN_IF_ERROR(HandOff(len_ / segment_ * segment_));
+      segment_ = std::min(2 * segment_, kSegment);
+    }
   }
   return Status::Ok();
 }

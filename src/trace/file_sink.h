@@ -29,6 +29,9 @@ class FileSink {
  public:
   static constexpr size_t kBlock = 4096;
   static constexpr size_t kSegment = 4 << 20;
+  // The first segment; each next one is twice as long, up to kSegment. A small trace is then
+  // mostly in the file while it is recorded, instead of all of it written when it is closed.
+  static constexpr size_t kFirstSegment = 64 << 10;
 
   // `fd` is open for writing, at offset 0 of an empty file; `what` names it in errors.
   FileSink(OwnedFd fd, std::string what);
@@ -73,6 +76,7 @@ class FileSink {
   size_t len_ = 0;     // staged bytes
   uint64_t base_ = 0;  // file offset of fill_[0]
   bool broken_ = false;
+  size_t segment_ = kFirstSegment;  // the length that hands staged bytes to the I/O thread
 
   // Shared with the I/O thread.
   std::mutex mu_;

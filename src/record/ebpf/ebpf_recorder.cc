@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -26,6 +29,7 @@
 #include "bpf/program.h"
 #include "bpf/ring_consumer.h"
 #include "common/child_process.h"
+#include "common/worker_thread.h"
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
 #include "record/ebpf/throttle.h"
@@ -392,7 +396,10 @@ class EbpfRecorder {
   std::unique_ptr<bpf::RingConsumer> ring_;
   std::unique_ptr<Throttle> throttle_;
   std::atomic<bool> consumer_stop_{false};
-  std::atomic<bool> governor_stop_{false};
+  // The governor sleeps on this between looks, so that stopping it is not a sleep's wait.
+  std::mutex governor_mu_;
+  std::condition_variable governor_cv_;
+  bool governor_stop_ = false;  // guarded by governor_mu_
   Assembler assembler_;
   Assembler::Out out_;
   std::vector<trace::Writer::Item> batch_;
@@ -438,6 +445,8 @@ Status EbpfRecorder::Configure() {
 }
 
 Status EbpfRecorder::Load() {
+  // Started now, so that it is running (on another CPU) by the time the programs are ready.
+  WorkerThread helper;
   ProbeOptions po;
   po.max_buffer = max_buffer_;
   po.wake_bytes = ring_bytes_ / 16;
@@ -492,14 +501,14 @@ Status EbpfRecorder::Load() {
     const bpf::ProgramSpec* others[] = {&set.sys_enter, &set.fork, &set.exec, &set.exit,
                                         &set.sched_switch};
     std::vector<Expected<bpf::Program>> loaded;
-    std::thread other([&] {
+    helper.Submit([&] {
       for (const bpf::ProgramSpec* spec : others) {
         loaded.push_back(bpf::Program::Load(*spec, fds));
         if (!loaded.back().ok()) break;
       }
     });
     Expected<bpf::Program> exit = bpf::Program::Load(set.sys_exit, fds);
-    other.join();
+    helper.Wait();
     for (auto& p : loaded)
       if (!p.ok()) return p.status();
     if (!exit.ok()) return exit.status();
@@ -630,13 +639,15 @@ void EbpfRecorder::Govern() {
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
   const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
-  while (!governor_stop_.load(std::memory_order_acquire)) {
+  std::unique_lock<std::mutex> lock(governor_mu_);
+  while (!governor_stop_) {
     uint64_t pending = ring_->Pending();
     if (!throttle_->frozen() && pending > high)
       throttle_->Freeze();
     else if (throttle_->frozen() && pending < low)
       throttle_->Thaw();
-    usleep(throttle_->frozen() || pending > busy ? 100 : 1000);
+    auto pause = std::chrono::microseconds(throttle_->frozen() || pending > busy ? 100 : 1000);
+    governor_cv_.wait_for(lock, pause, [this] { return governor_stop_; });
   }
   throttle_->Thaw();
 }
@@ -766,7 +777,11 @@ Expected<RecordResult> EbpfRecorder::Run() {
   consumer.join();
   DrainStaged();
   if (governor.joinable()) {
-    governor_stop_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(governor_mu_);
+      governor_stop_ = true;
+    }
+    governor_cv_.notify_all();
     governor.join();
   }
   if (throttle_) result_.pauses = throttle_->freezes();

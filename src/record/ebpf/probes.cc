@@ -1289,8 +1289,11 @@ void GenSysExit(Gen& g) {
     e.Load(2, R2, R9, kVStagedCalls);
     e.AluImm(BPF_ADD, R2, 1);
     e.Store(2, R9, kVStagedCalls, R2);
-    e.Comment("full (no room for another call): written now");
+    e.Comment("full (no room for another call), or the consumer is to be woken: written now");
+    Label flush = e.NewLabel();
+    e.JmpIfImm(BPF_JNE, R8, BPF_RB_NO_WAKEUP, flush);
     e.JmpIfImm(BPF_JLE, R1, kStageBytes - sizeof(WireCall), g.exit_label);
+    e.Bind(flush);
     g.FlushStaged(true);
     e.Jmp(g.exit_label);
     e.Bind(not_staged);

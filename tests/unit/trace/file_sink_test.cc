@@ -71,6 +71,23 @@ TEST_F(FileSinkTest, FlushThenAppendRewritesThePartialBlock) {
   EXPECT_EQ(Contents(), want);
 }
 
+TEST_F(FileSinkTest, SegmentsStartSmallSoASmallTraceIsWrittenAsItGrows) {
+  FileSink sink(OwnedFd(fd_), "test");
+  std::vector<uint8_t> want;
+  // First segment, then one twice as long: both go out without a Flush.
+  for (size_t n : {FileSink::kFirstSegment, 2 * FileSink::kFirstSegment, size_t{100}}) {
+    auto piece = Pattern(n, static_cast<uint32_t>(n));
+    ASSERT_TRUE(sink.Append(piece.data(), piece.size()).ok());
+    want.insert(want.end(), piece.begin(), piece.end());
+  }
+  const uint64_t handed = 3 * FileSink::kFirstSegment;
+  for (int i = 0; i < 5000 && sink.durable() < handed; ++i) usleep(1000);
+  EXPECT_EQ(sink.durable(), handed);  // the last 100 bytes are still staged
+  EXPECT_EQ(Contents(), std::vector<uint8_t>(want.begin(), want.begin() + handed));
+  ASSERT_TRUE(sink.Flush().ok());
+  EXPECT_EQ(Contents(), want);
+}
+
 TEST_F(FileSinkTest, TruncateCutsToWhatIsDurable) {
   FileSink sink(OwnedFd(fd_), "test");
   auto piece = Pattern(10000, 1);
