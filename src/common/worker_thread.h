@@ -45,16 +45,13 @@ class WorkerThread {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       cv_.wait(lock, [this] { return stop_ || busy_; });
-      if (busy_) {
-        std::function<void()> job = std::move(job_);
-        lock.unlock();
-        job();
-        lock.lock();
-        busy_ = false;
-        cv_.notify_all();
-        continue;
-      }
-      return;  // stopping, nothing left to run
+      if (!busy_) return;  // stopping, and a job given before the stop has run
+      std::function<void()> job = std::move(job_);
+      lock.unlock();
+      job();
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
     }
   }
 
