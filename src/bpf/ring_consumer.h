@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "bpf/fd.h"
 #include "common/status.h"
@@ -41,11 +42,15 @@ class RingConsumer {
   static constexpr uint32_t kDiscard = 1u << 30;
   static constexpr uint64_t kHeader = 8;
 
+  // A record whose data runs past the end of the ring (the data is mapped once), copied whole.
+  const uint8_t* Unwrap(uint64_t offset, size_t len);
+
   uint64_t size_;
   size_t page_ = 0;
   void* consumer_page_ = nullptr;
-  void* producer_area_ = nullptr;  // producer page, then the data mapped twice
+  void* producer_area_ = nullptr;  // producer page, then the data
   const uint8_t* data_ = nullptr;
+  std::vector<uint8_t> wrapped_;
   UniqueFd epoll_;
   UniqueFd event_;
 };
@@ -62,7 +67,11 @@ uint64_t RingConsumer::Drain(Fn&& fn, uint64_t max_bytes) {
     const uint8_t* rec = data_ + (c & (size_ - 1));
     uint32_t len = __atomic_load_n(reinterpret_cast<const uint32_t*>(rec), __ATOMIC_ACQUIRE);
     if (len & kBusy) break;
-    if (!(len & kDiscard)) fn(rec + kHeader, static_cast<size_t>(len & ~(kBusy | kDiscard)));
+    if (!(len & kDiscard)) {
+      size_t n = len & ~(kBusy | kDiscard);
+      uint64_t at = ((c & (size_ - 1)) + kHeader) & (size_ - 1);
+      fn(at + n <= size_ ? data_ + at : Unwrap(at, n), n);
+    }
     c += (kHeader + (len & ~(kBusy | kDiscard)) + 7) & ~uint64_t{7};
     // Hand space back as we go, so a slow batch does not hold the whole ring.
     if (c - handed_back >= (1u << 20)) {

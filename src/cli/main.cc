@@ -4,8 +4,10 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "common/child_process.h"
 
 int main(int argc, char** argv) {
+  fay::NoteInheritedFds();  // before any thread: see HeldChild::Spawn
   CLI::App app{"fay: declarative tracing compiled to eBPF"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fay 0.1.0");

@@ -3,6 +3,7 @@
 #include <linux/sched.h>
 #include <sys/syscall.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -10,8 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <utility>
 
 namespace fay {
 
@@ -51,6 +55,45 @@ Expected<std::vector<std::string>> SplitCommand(const std::string& cmd) {
   return out;
 }
 
+namespace {
+
+std::vector<int>& InheritedFds() {
+  static std::vector<int> fds;
+  return fds;
+}
+bool g_inherited_noted = false;
+
+// The ranges of descriptors (from 3 up) that are neither inherited nor in `keep`: what the
+// child closes before its exec. Computed before the fork, as the child may not allocate.
+std::vector<std::pair<unsigned, unsigned>> FdsToClose(std::vector<int> keep) {
+  keep.insert(keep.end(), InheritedFds().begin(), InheritedFds().end());
+  std::sort(keep.begin(), keep.end());
+  std::vector<std::pair<unsigned, unsigned>> ranges;
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(fd) > next) ranges.emplace_back(next, static_cast<unsigned>(fd) - 1);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  ranges.emplace_back(next, UINT_MAX);
+  return ranges;
+}
+
+}  // namespace
+
+void NoteInheritedFds() {
+  std::vector<int>& fds = InheritedFds();
+  fds.clear();
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      int fd = atoi(e->d_name);
+      if (e->d_name[0] != '.' && fd >= 3 && fd != dirfd(d)) fds.push_back(fd);
+    }
+    closedir(d);
+  }
+  g_inherited_noted = true;
+}
+
 HeldChild::HeldChild(HeldChild&& o) noexcept {
   *this = std::move(o);
 }
@@ -86,6 +129,10 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // fay's other threads open files (and the kernel's BPF objects) while this one forks; one
+  // caught open without close-on-exec at that moment would be the command's descriptor 3.
+  std::vector<std::pair<unsigned, unsigned>> stray;
+  if (g_inherited_noted) stray = FdsToClose({go[0], err[1]});
   pid_t pid = -1;
   if (options.cgroup_fd >= 0) {
     clone_args ca{};
@@ -107,6 +154,7 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(go[1]);
     close(err[0]);
+    for (const auto& [lo, hi] : stray) syscall(SYS_close_range, lo, hi, 0);
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
     if (!options.die_with_parent) prctl(PR_SET_PDEATHSIG, 0);

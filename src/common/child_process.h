@@ -15,6 +15,12 @@ namespace fay {
 // separates, single and double quotes group, backslash escapes.
 Expected<std::vector<std::string>> SplitCommand(const std::string& cmd);
 
+// Remembers the descriptors fay was started with (beyond stdin, stdout and stderr), the only
+// ones a command it spawns may inherit. Call first thing in main(), before any thread exists;
+// calling it again takes a new snapshot. Without it, a spawned command inherits whatever is
+// open without close-on-exec.
+void NoteInheritedFds();
+
 class HeldChild {
  public:
   HeldChild() = default;

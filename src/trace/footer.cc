@@ -5,37 +5,46 @@
 namespace fay::trace {
 
 Bytes EncodeFooter(const Footer& f) {
-  Bytes out;
-  PutVarint(out, f.events.size());
+  // Written through a pointer into room for the longest encoding, then cut to size: a trace
+  // of small files has a footer of hundreds of kilobytes, encoded while the user waits.
+  constexpr size_t kV = 10;  // the longest varint
+  size_t room = kV;
+  for (const EventChunkIndex& e : f.events) room += 8 * kV + e.tids.size() * kV;
+  room += kV;
+  for (const BlobChunkIndex& b : f.blobs) room += 5 * kV + b.blobs.size() * (16 + 2 * kV);
+  Bytes out(room);
+  uint8_t* p = out.data();
+  p = PutVarintAt(p, f.events.size());
   for (const EventChunkIndex& e : f.events) {
-    PutVarint(out, e.offset);
-    PutVarint(out, e.seq);
-    PutVarint(out, e.stored_length);
-    PutVarint(out, e.raw_length);
-    PutVarint(out, e.first_ns);
-    PutVarint(out, e.last_ns - e.first_ns);
-    PutVarint(out, e.records);
-    PutVarint(out, e.tids.size());
+    p = PutVarintAt(p, e.offset);
+    p = PutVarintAt(p, e.seq);
+    p = PutVarintAt(p, e.stored_length);
+    p = PutVarintAt(p, e.raw_length);
+    p = PutVarintAt(p, e.first_ns);
+    p = PutVarintAt(p, e.last_ns - e.first_ns);
+    p = PutVarintAt(p, e.records);
+    p = PutVarintAt(p, e.tids.size());
     int32_t prev = 0;
     for (int32_t tid : e.tids) {
-      PutZigzag(out, int64_t{tid} - int64_t{prev});
+      p = PutZigzagAt(p, int64_t{tid} - int64_t{prev});
       prev = tid;
     }
   }
-  PutVarint(out, f.blobs.size());
+  p = PutVarintAt(p, f.blobs.size());
   for (const BlobChunkIndex& b : f.blobs) {
-    PutVarint(out, b.offset);
-    PutVarint(out, b.seq);
-    PutVarint(out, b.stored_length);
-    PutVarint(out, b.raw_length);
-    PutVarint(out, b.blobs.size());
+    p = PutVarintAt(p, b.offset);
+    p = PutVarintAt(p, b.seq);
+    p = PutVarintAt(p, b.stored_length);
+    p = PutVarintAt(p, b.raw_length);
+    p = PutVarintAt(p, b.blobs.size());
     for (const BlobEntry& e : b.blobs) {
-      PutU64(out, e.hash.lo);
-      PutU64(out, e.hash.hi);
-      PutVarint(out, e.offset);
-      PutVarint(out, e.size);
+      StoreU64(p, e.hash.lo);
+      StoreU64(p + 8, e.hash.hi);
+      p = PutVarintAt(p + 16, e.offset);
+      p = PutVarintAt(p, e.size);
     }
   }
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 

@@ -346,7 +346,7 @@ constexpr uint64_t kDefaultRingBytes = 32ull << 20;
 // /proc/sys/kernel/pid_max rounded up to a power of two: every tgid is below it.
 uint64_t PidLimit() {
   uint64_t max = 1 << 22;  // the most pid_max can be on 64-bit
-  if (FILE* f = fopen("/proc/sys/kernel/pid_max", "r")) {
+  if (FILE* f = fopen("/proc/sys/kernel/pid_max", "re")) {
     unsigned long long v = 0;
     if (fscanf(f, "%llu", &v) == 1 && v > 0) max = v;
     fclose(f);
@@ -445,8 +445,17 @@ Status EbpfRecorder::Configure() {
 }
 
 Status EbpfRecorder::Load() {
+  // Declared before the helper that fills it, so it outlives the job on every return.
+  Expected<bpf::Map> ring = Error(Code::kInternal, "the ring was not made");
   // Started now, so that it is running (on another CPU) by the time the programs are ready.
   WorkerThread helper;
+  // The ring first, on the helper: its pages are allocated, zeroed and charged to the memory
+  // cgroup one at a time (6 ms for 32 MiB), the longest step before the verifier, which needs
+  // it. The other maps and the programs' code are made meanwhile.
+  helper.Submit([this, &ring] {
+    ring = bpf::Map::Create(BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0,
+                            static_cast<uint32_t>(ring_bytes_));
+  });
   ProbeOptions po;
   po.max_buffer = max_buffer_;
   po.wake_bytes = ring_bytes_ / 16;
@@ -467,8 +476,6 @@ Status EbpfRecorder::Load() {
       mk(kMapSpec, BPF_MAP_TYPE_ARRAY, "fay_rec_spec", 4, sizeof(SyscallSpec), kMaxNr));
   FAY_RETURN_IF_ERROR(
       mk(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_scratch", 4, kScratchSize, 1));
-  FAY_RETURN_IF_ERROR(
-      mk(kMapRing, BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0, static_cast<uint32_t>(ring_bytes_)));
   FAY_RETURN_IF_ERROR(
       mk(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_stats", 4, 8 * kStatCount, 1));
   FAY_RETURN_IF_ERROR(mk(kMapStates, BPF_MAP_TYPE_ARRAY, "fay_rec_states", 4,
@@ -491,11 +498,15 @@ Status EbpfRecorder::Load() {
     }
     FAY_RETURN_IF_ERROR(maps_[kMapSpec]->UpdateBatch(keys.data(), specs.data(), kMaxNr));
   }
+  Expected<ProbeSet> typed_set = GenerateProbes(po);
+  helper.Wait();
+  if (!ring.ok()) return ring.status();
+  maps_[kMapRing] = std::move(ring).value();
   std::vector<int> fds;
   for (auto& m : maps_) fds.push_back(m->fd());
-  auto load_all = [&](const ProbeOptions& options) -> Status {
+  auto load_all = [&](const ProbeOptions& options, Expected<ProbeSet> generated) -> Status {
     progs_.clear();
-    FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(options));
+    FAY_ASSIGN_OR_RETURN(ProbeSet set, std::move(generated));
     // The verifier takes most of start-up, a program at a time: the two big syscall probes
     // are checked at once, the enter probe and then the four small ones on another thread.
     const bpf::ProgramSpec* others[] = {&set.sys_enter, &set.fork, &set.exec, &set.exit,
@@ -517,12 +528,12 @@ Status EbpfRecorder::Load() {
     for (size_t i = 1; i < loaded.size(); ++i) progs_.push_back(std::move(loaded[i]).value());
     return Status::Ok();
   };
-  Status typed = load_all(po);
+  Status typed = load_all(po, std::move(typed_set));
   if (typed.ok() || po.sys_enter_btf_id == 0) return typed;
   // A kernel that refuses BTF-typed tracepoints still takes the untyped ones, which cost one
   // helper call more per syscall.
   po.sys_enter_btf_id = po.sys_exit_btf_id = 0;
-  return load_all(po);
+  return load_all(po, GenerateProbes(po));
 }
 
 Status EbpfRecorder::Attach() {
@@ -695,24 +706,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     root = child->pid();
     if (throttle_) FAY_RETURN_IF_ERROR(throttle_->Adopt(root));
   }
-  loader.join();
-  // The held child is killed and reaped by its destructor.
-  FAY_RETURN_IF_ERROR(loaded);
   info.root_pid = root;
-  uint32_t key = static_cast<uint32_t>(root);
-  uint8_t alive = 1;
-  if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) {
-    return st;
-  }
-  {
-    std::vector<uint64_t> states(StatesBytes(pid_limit_) / 8);
-    uint64_t pid = key & (pid_limit_ - 1);
-    // A command is held before its exec: only the exec is recorded until it runs.
-    uint64_t state = opt_.pid ? kActive : kPendingExec;
-    states[pid >> 5] |= state << ((pid & 31) * 2);
-    uint32_t zero = 0;
-    if (Status st = maps_[kMapStates]->Update(&zero, states.data()); !st.ok()) return st;
-  }
   info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
   trace::WriterOptions wo;
@@ -720,27 +714,40 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // The consumer must keep up with a program making millions of calls a second; zstd's fastest
   // level costs half as much per event for a trace a few percent larger.
   wo.zstd_level = 1;
+  // Made while the loader works: this thread would otherwise only wait for it.
   auto writer = trace::Writer::Create(result_.path, info, wo);
   if (!writer.ok()) {
     return writer.status();  // the held child is killed and reaped by its destructor
   }
   writer_ = std::move(writer).value();
-  // The consumer thread is the writer's encoding thread: it may store blobs directly.
-  assembler_.set_blob_store(
-      [this](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n); });
-  auto ring = bpf::RingConsumer::Create(maps_[kMapRing]->fd(), ring_bytes_);
-  if (!ring.ok()) {
-    writer_->Close();
-    unlink(result_.path.c_str());
-    return ring.status();
-  }
-  ring_ = std::move(ring).value();
-  if (Status st = Attach(); !st.ok()) {
+  // Nothing was recorded: no file is left behind.
+  auto abandon = [this](Status st) {
     links_.clear();
     writer_->Close();
     unlink(result_.path.c_str());
     return st;
+  };
+  loader.join();
+  if (!loaded.ok()) return abandon(loaded);
+  uint32_t key = static_cast<uint32_t>(root);
+  uint8_t alive = 1;
+  if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) return abandon(st);
+  {
+    std::vector<uint64_t> states(StatesBytes(pid_limit_) / 8);
+    uint64_t pid = key & (pid_limit_ - 1);
+    // A command is held before its exec: only the exec is recorded until it runs.
+    uint64_t state = opt_.pid ? kActive : kPendingExec;
+    states[pid >> 5] |= state << ((pid & 31) * 2);
+    uint32_t zero = 0;
+    if (Status st = maps_[kMapStates]->Update(&zero, states.data()); !st.ok()) return abandon(st);
   }
+  // The consumer thread is the writer's encoding thread: it may store blobs directly.
+  assembler_.set_blob_store(
+      [this](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n); });
+  auto ring = bpf::RingConsumer::Create(maps_[kMapRing]->fd(), ring_bytes_);
+  if (!ring.ok()) return abandon(ring.status());
+  ring_ = std::move(ring).value();
+  if (Status st = Attach(); !st.ok()) return abandon(st);
   std::thread consumer([this] { Consume(); });
   std::thread governor;
   if (throttle_) governor = std::thread([this] { Govern(); });
