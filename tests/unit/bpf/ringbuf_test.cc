@@ -23,10 +23,7 @@ TEST(RingBuffer, DeliversExactlyOneRecordPerEvent) {
   // ringbuf_output(&ring, &pid_tgid, 8, 0) for each getppid of this process.
   Emitter e;
   Label out = e.NewLabel();
-  e.Call(BPF_FUNC_get_current_pid_tgid);
-  e.Mov(R6, R0);
-  e.AluImm(BPF_RSH, R0, 32);
-  e.JmpIfImm(BPF_JNE, R0, getpid(), out);
+  testing::EmitTgidFilter(e, getpid(), out);
   e.Store(8, R10, -8, R6);
   e.LdMap(R1, 0);
   e.Mov(R2, R10);
