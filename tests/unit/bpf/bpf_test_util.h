@@ -49,12 +49,19 @@ inline int TracepointId(const std::string& subsys, const std::string& name) {
   return in ? id : -1;
 }
 
-// Emits: if (current tgid != tgid) return 0; and leaves the current pid_tgid in R6.
+// Emits: if (current tgid != tgid) return 0;
 inline void EmitTgidFilter(Emitter& e, uint32_t tgid, Label out) {
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.AluImm(BPF_RSH, R0, 32);
+  e.JmpIfImm(BPF_JNE, R0, static_cast<int32_t>(tgid), out);
+}
+
+// As EmitTgidFilter for this test process, leaving the current pid_tgid in R6.
+inline void EmitOnlyThisProcess(Emitter& e, Label out) {
   e.Call(BPF_FUNC_get_current_pid_tgid);
   e.Mov(R6, R0);
   e.AluImm(BPF_RSH, R0, 32);
-  e.JmpIfImm(BPF_JNE, R0, static_cast<int32_t>(tgid), out);
+  e.JmpIfImm(BPF_JNE, R0, getpid(), out);
 }
 
 // Emits: (*counter_map[0])++, for an array or per-CPU array of u64 at map index `map`.

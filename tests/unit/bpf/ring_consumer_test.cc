@@ -21,7 +21,7 @@ constexpr uint64_t kTail = 0x1122334455667788;
 Expected<Program> LoadRecordPerGetppid(int ring_fd) {
   Emitter e;
   Label out = e.NewLabel();
-  testing::EmitTgidFilter(e, getpid(), out);
+  testing::EmitOnlyThisProcess(e, out);
   e.Store(8, R10, -kRecordBytes, R6);
   for (int off = -kRecordBytes + 8; off < -8; off += 8) e.StoreImm(8, R10, off, 0);
   e.LdImm64(R1, kTail);

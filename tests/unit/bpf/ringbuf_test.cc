@@ -23,7 +23,7 @@ TEST(RingBuffer, DeliversExactlyOneRecordPerEvent) {
   // ringbuf_output(&ring, &pid_tgid, 8, 0) for each getppid of this process.
   Emitter e;
   Label out = e.NewLabel();
-  testing::EmitTgidFilter(e, getpid(), out);
+  testing::EmitOnlyThisProcess(e, out);
   e.Store(8, R10, -8, R6);
   e.LdMap(R1, 0);
   e.Mov(R2, R10);
