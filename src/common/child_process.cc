@@ -63,22 +63,6 @@ std::vector<int>& InheritedFds() {
 }
 bool g_inherited_noted = false;
 
-// The ranges of descriptors (from 3 up) that are neither inherited nor in `keep`: what the
-// child closes before its exec. Computed before the fork, as the child may not allocate.
-std::vector<std::pair<unsigned, unsigned>> FdsToClose(std::vector<int> keep) {
-  keep.insert(keep.end(), InheritedFds().begin(), InheritedFds().end());
-  std::sort(keep.begin(), keep.end());
-  std::vector<std::pair<unsigned, unsigned>> ranges;
-  unsigned next = 3;
-  for (int fd : keep) {
-    if (fd < static_cast<int>(next)) continue;
-    if (static_cast<unsigned>(fd) > next) ranges.emplace_back(next, static_cast<unsigned>(fd) - 1);
-    next = static_cast<unsigned>(fd) + 1;
-  }
-  ranges.emplace_back(next, UINT_MAX);
-  return ranges;
-}
-
 }  // namespace
 
 void NoteInheritedFds() {
@@ -92,6 +76,23 @@ void NoteInheritedFds() {
     closedir(d);
   }
   g_inherited_noted = true;
+}
+
+StrayFds::StrayFds(std::vector<int> keep) {
+  if (!g_inherited_noted) return;
+  keep.insert(keep.end(), InheritedFds().begin(), InheritedFds().end());
+  std::sort(keep.begin(), keep.end());
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(fd) > next) ranges_.emplace_back(next, static_cast<unsigned>(fd) - 1);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  ranges_.emplace_back(next, UINT_MAX);
+}
+
+void StrayFds::CloseInChild() const {
+  for (const auto& [lo, hi] : ranges_) syscall(SYS_close_range, lo, hi, 0);
 }
 
 HeldChild::HeldChild(HeldChild&& o) noexcept {
@@ -131,8 +132,7 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   args.push_back(nullptr);
   // fay's other threads open files (and the kernel's BPF objects) while this one forks; one
   // caught open without close-on-exec at that moment would be the command's descriptor 3.
-  std::vector<std::pair<unsigned, unsigned>> stray;
-  if (g_inherited_noted) stray = FdsToClose({go[0], err[1]});
+  const StrayFds stray({go[0], err[1]});
   pid_t pid = -1;
   if (options.cgroup_fd >= 0) {
     clone_args ca{};
@@ -154,7 +154,7 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(go[1]);
     close(err[0]);
-    for (const auto& [lo, hi] : stray) syscall(SYS_close_range, lo, hi, 0);
+    stray.CloseInChild();
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
     if (!options.die_with_parent) prctl(PR_SET_PDEATHSIG, 0);

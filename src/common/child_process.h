@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -20,6 +21,18 @@ Expected<std::vector<std::string>> SplitCommand(const std::string& cmd);
 // calling it again takes a new snapshot. Without it, a spawned command inherits whatever is
 // open without close-on-exec.
 void NoteInheritedFds();
+
+// The descriptors a forked child closes before its exec: all above stderr that fay was not
+// started with, but `keep` (the child's own pipe ends). Made before the fork, since the child
+// may not allocate; CloseInChild is async-signal-safe. Closes nothing without NoteInheritedFds.
+class StrayFds {
+ public:
+  explicit StrayFds(std::vector<int> keep);
+  void CloseInChild() const;
+
+ private:
+  std::vector<std::pair<unsigned, unsigned>> ranges_;
+};
 
 class HeldChild {
  public:

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "common/child_process.h"
 #include "record/ptrace/seccomp_filter.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
@@ -132,11 +133,13 @@ Status PtraceRecorder::Fork() {
   argv.push_back(nullptr);
   int go[2];
   if (pipe2(go, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  const StrayFds stray({go[0]});
   pid_t child = fork();
   if (child < 0) return ErrnoError("fork");
   if (child == 0) {
     // Only async-signal-safe calls from here to exec.
     close(go[1]);
+    stray.CloseInChild();
     char c;
     ssize_t n;
     while ((n = read(go[0], &c, 1)) < 0 && errno == EINTR) {
