@@ -620,7 +620,25 @@ void EbpfRecorder::Deliver() {
     write_failed_ = true;
 }
 
+// The consumer and the governor share one CPU, the last fay may run on. The governor wakes at
+// real-time priority every millisecond and preempts whatever runs where it wakes: beside the
+// consumer that is the consumer, rather than the traced program (W3: 170 to 166 ms, median of
+// 14 interleaved runs; W1, W1-dd and W5 no slower). The traced program, spawned before these
+// threads exist, keeps its own affinity.
+void ShareTheLastCpu() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+  int last = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) last = cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(last, &one);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+}
+
 void EbpfRecorder::Consume() {
+  ShareTheLastCpu();
   auto feed = [this](const void* d, size_t n) { OnRecord(d, n); };
   for (;;) {
     bool stopping = consumer_stop_.load(std::memory_order_acquire);
@@ -646,6 +664,7 @@ void EbpfRecorder::Consume() {
 // often once the ring is an eighth full. Not sooner: each look preempts the program, and a
 // consumer that keeps up still leaves a few MiB between two drains.
 void EbpfRecorder::Govern() {
+  ShareTheLastCpu();
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
