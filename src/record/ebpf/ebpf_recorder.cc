@@ -620,25 +620,24 @@ void EbpfRecorder::Deliver() {
     write_failed_ = true;
 }
 
-// The consumer and the governor share one CPU, the last fay may run on. The governor wakes at
-// real-time priority every millisecond and preempts whatever runs where it wakes: beside the
-// consumer that is the consumer, rather than the traced program (W3: 170 to 166 ms, median of
-// 14 interleaved runs; W1, W1-dd and W5 no slower). The traced program, spawned before these
-// threads exist, keeps its own affinity.
-void ShareTheLastCpu() {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
+// The CPUs fay may run on, and the last of them alone (`split` when there are two or more).
+struct CpuSets {
+  cpu_set_t all, last;
+  bool split = false;
+};
+CpuSets FayCpus() {
+  CpuSets c;
+  CPU_ZERO(&c.last);
+  if (sched_getaffinity(0, sizeof c.all, &c.all) != 0 || CPU_COUNT(&c.all) < 2) return c;
   int last = -1;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) last = cpu;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(last, &one);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    if (CPU_ISSET(cpu, &c.all)) last = cpu;
+  CPU_SET(last, &c.last);
+  c.split = true;
+  return c;
 }
 
 void EbpfRecorder::Consume() {
-  ShareTheLastCpu();
   auto feed = [this](const void* d, size_t n) { OnRecord(d, n); };
   for (;;) {
     bool stopping = consumer_stop_.load(std::memory_order_acquire);
@@ -664,7 +663,20 @@ void EbpfRecorder::Consume() {
 // often once the ring is an eighth full. Not sooner: each look preempts the program, and a
 // consumer that keeps up still leaves a few MiB between two drains.
 void EbpfRecorder::Govern() {
-  ShareTheLastCpu();
+  // Each look preempts whatever runs where this thread wakes. While the ring is calm it wakes on
+  // one CPU only, the last fay may use: the program then mostly runs elsewhere, and W3 went from
+  // 171 to 167 ms (medians of 12 interleaved runs), W2 from 815 to 643 and W1 from 587 to 569.
+  // Under pressure it may wake anywhere, so that a look lands on a CPU the frozen program left
+  // idle. The consumer stays free: pinned beside this thread, W2 (whose consumer is its
+  // bottleneck) took 20% longer.
+  const CpuSets cpus = FayCpus();
+  bool pinned = false;
+  auto pin = [&](bool on) {
+    if (!cpus.split || on == pinned) return;
+    const cpu_set_t& set = on ? cpus.last : cpus.all;
+    (void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    pinned = on;
+  };
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
@@ -676,7 +688,9 @@ void EbpfRecorder::Govern() {
       throttle_->Freeze();
     else if (throttle_->frozen() && pending < low)
       throttle_->Thaw();
-    auto pause = std::chrono::microseconds(throttle_->frozen() || pending > busy ? 100 : 1000);
+    bool pressed = throttle_->frozen() || pending > busy;
+    pin(!pressed);
+    auto pause = std::chrono::microseconds(pressed ? 100 : 1000);
     governor_cv_.wait_for(lock, pause, [this] { return governor_stop_; });
   }
   throttle_->Thaw();
