@@ -67,12 +67,12 @@ uint64_t RingConsumer::Drain(Fn&& fn, uint64_t max_bytes) {
     const uint8_t* rec = data_ + (c & (size_ - 1));
     uint32_t len = __atomic_load_n(reinterpret_cast<const uint32_t*>(rec), __ATOMIC_ACQUIRE);
     if (len & kBusy) break;
+    const size_t n = len & ~(kBusy | kDiscard);
     if (!(len & kDiscard)) {
-      size_t n = len & ~(kBusy | kDiscard);
-      uint64_t at = ((c & (size_ - 1)) + kHeader) & (size_ - 1);
+      const uint64_t at = (c + kHeader) & (size_ - 1);
       fn(at + n <= size_ ? data_ + at : Unwrap(at, n), n);
     }
-    c += (kHeader + (len & ~(kBusy | kDiscard)) + 7) & ~uint64_t{7};
+    c += (kHeader + n + 7) & ~uint64_t{7};
     // Hand space back as we go, so a slow batch does not hold the whole ring.
     if (c - handed_back >= (1u << 20)) {
       __atomic_store_n(cons, c, __ATOMIC_RELEASE);

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 namespace fay {
@@ -57,17 +58,16 @@ Expected<std::vector<std::string>> SplitCommand(const std::string& cmd) {
 
 namespace {
 
-std::vector<int>& InheritedFds() {
-  static std::vector<int> fds;
+// Empty until NoteInheritedFds: then nothing is closed.
+std::optional<std::vector<int>>& InheritedFds() {
+  static std::optional<std::vector<int>> fds;
   return fds;
 }
-bool g_inherited_noted = false;
 
 }  // namespace
 
 void NoteInheritedFds() {
-  std::vector<int>& fds = InheritedFds();
-  fds.clear();
+  std::vector<int> fds;
   if (DIR* d = opendir("/proc/self/fd")) {
     while (dirent* e = readdir(d)) {
       int fd = atoi(e->d_name);
@@ -75,12 +75,13 @@ void NoteInheritedFds() {
     }
     closedir(d);
   }
-  g_inherited_noted = true;
+  InheritedFds() = std::move(fds);
 }
 
 StrayFds::StrayFds(std::vector<int> keep) {
-  if (!g_inherited_noted) return;
-  keep.insert(keep.end(), InheritedFds().begin(), InheritedFds().end());
+  const std::optional<std::vector<int>>& inherited = InheritedFds();
+  if (!inherited) return;
+  keep.insert(keep.end(), inherited->begin(), inherited->end());
   std::sort(keep.begin(), keep.end());
   unsigned next = 3;
   for (int fd : keep) {
