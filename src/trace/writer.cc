@@ -13,10 +13,34 @@
 
 namespace fay::trace {
 
+namespace {
+
+// Sums counters. A file's counters may hold what a failure took back from the lanes' counts,
+// as a wrapped negative number: unsigned addition brings the sum right.
+void AddStats(WriterStats* into, const WriterStats& s) {
+  into->syscall_events += s.syscall_events;
+  into->process_events += s.process_events;
+  into->lost_events += s.lost_events;
+  into->dropped_events += s.dropped_events;
+  into->chunks += s.chunks;
+  into->bytes_raw += s.bytes_raw;
+  into->bytes_stored += s.bytes_stored;
+  into->file_bytes += s.file_bytes;
+  into->blobs_stored += s.blobs_stored;
+  into->blobs_deduped += s.blobs_deduped;
+  into->bytes_captured += s.bytes_captured;
+  into->bytes_blob_stored += s.bytes_blob_stored;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const RecordingInfo& info,
                                                  WriterOptions options) {
   if (options.chunk_bytes == 0 || options.queue_events == 0)
     return Error(Code::kInvalidArgument, "trace writer: chunk_bytes and queue_events must be > 0");
+  if (options.lanes == 0 || (options.lanes > 1 && !options.encode_on_caller))
+    return Error(Code::kInvalidArgument,
+                 "trace writer: lanes must be 1, or more with encode_on_caller");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create trace file " + path);
   auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
@@ -26,10 +50,11 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
 }
 
 Writer::Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options)
-    : path_(path),
-      sink_(std::move(fd), "writing " + path),
-      opts_(std::move(options)),
-      compressor_(opts_.zstd_level) {}
+    : path_(path), opts_(std::move(options)), sink_(std::move(fd), "writing " + path) {
+  for (size_t i = 0; i < opts_.lanes; ++i)
+    lanes_.push_back(std::make_unique<Lane>(opts_.zstd_level));
+  published_.resize(opts_.lanes + 1);
+}
 
 Writer::~Writer() {
   Close();
@@ -43,16 +68,15 @@ Status Writer::WriteHeader(const RecordingInfo& info) {
   PutU32(pre, 0);  // flags
   FAY_RETURN_IF_ERROR(sink_.Append(pre.data(), pre.size()));
   offset_ = pre.size();
-  stats_.file_bytes = offset_;
+  file_stats_.file_bytes = offset_;
   uint32_t fields = 0;
   Bytes header = EncodeHeader(info, opts_.writer_name, &fields);
-  uint64_t at;
-  uint32_t seq, stored;
   // Uncompressed, so `xxd` shows the recording's command line and host at a glance.
-  Status st = WriteChunk(ChunkType::kHeader, Codec::kNone, header, fields, &at, &seq, &stored);
+  Status st = WriteChunk(nullptr, ChunkType::kHeader, Codec::kNone, header, fields, 0,
+                         [](uint64_t, uint32_t, uint32_t) {});
   // Into the file now, so that a path that cannot take data fails here.
   if (st.ok()) st = sink_.Flush();
-  published_ = stats_;
+  Publish(0);
   return st;
 }
 
@@ -62,20 +86,20 @@ bool Writer::BatchReady() const {
 }
 
 bool Writer::Push(Item item) {
-  return Enqueue(std::span<Item>(&item, 1));
+  return Enqueue(std::span<Item>(&item, 1), 0);
 }
 
-bool Writer::AppendBatch(std::vector<Item>* items) {
-  bool ok = Enqueue(*items);
+bool Writer::AppendBatch(std::vector<Item>* items, size_t lane) {
+  bool ok = Enqueue(*items, lane);
   items->clear();
   return ok;
 }
 
-bool Writer::Enqueue(std::span<Item> items) {
+bool Writer::Enqueue(std::span<Item> items, size_t lane) {
   if (items.empty()) return true;
   if (opts_.encode_on_caller) {
     if (RefusedOnCaller(items.size())) return false;
-    return EncodeNow(items);
+    return EncodeNow(lane, items);
   }
   size_t bytes = 0;
   for (const Item& item : items) {
@@ -115,6 +139,7 @@ bool Writer::AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu) {
 }
 
 void Writer::Run() {
+  Lane& l = *lanes_[0];
   std::deque<Item> batch;
   for (;;) {
     bool done;
@@ -125,8 +150,8 @@ void Writer::Run() {
       // kBatchWait.
       auto ready = [&] { return BatchReady() || closing_; };
       auto until = std::chrono::steady_clock::now() + kBatchWait;
-      if (pending_index_.records > 0 && !thread_failed_ && chunk_deadline_ < until)
-        until = chunk_deadline_;
+      if (l.pending_index.records > 0 && !failing() && l.chunk_deadline < until)
+        until = l.chunk_deadline;
       not_empty_.wait_until(lk, until, ready);
       batch.swap(queue_);
       queued_bytes_ = 0;
@@ -134,123 +159,139 @@ void Writer::Run() {
     }
     not_full_.notify_all();
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (thread_failed_) {
-        stats_.dropped_events += batch.size() - i;
+      if (failing()) {
+        l.stats.dropped_events += batch.size() - i;
         break;
       }
-      Encode(batch[i]);
+      Encode(l, batch[i]);
     }
     batch.clear();
-    FlushIfDue();
-    if (done && !thread_failed_) Finish();
-    {
-      std::lock_guard lk(mu_);
-      published_ = stats_;
-    }
+    FlushIfDue(l);
+    if (done && !failing()) Finish();
+    Publish(0);
     if (done) return;
   }
 }
 
-void Writer::FlushIfDue() {
+void Writer::Publish(size_t lane) {
+  WriterStats file;
+  {
+    std::lock_guard lk(file_mu_);
+    file = file_stats_;
+  }
+  std::lock_guard lk(mu_);
+  published_[lane] = lanes_[lane]->stats;
+  published_.back() = file;
+}
+
+void Writer::FlushIfDue(Lane& l) {
   auto now = std::chrono::steady_clock::now();
-  if (!thread_failed_ && pending_index_.records > 0 && now >= chunk_deadline_) FlushEvents();
+  if (!failing() && l.pending_index.records > 0 && now >= l.chunk_deadline) FlushEvents(l);
   // What the sink stages reaches the file at least as often, so a kill -9 loses little.
-  if (!thread_failed_ && now >= sink_deadline_) {
-    if (Status st = sink_.Flush(); !st.ok()) Fail(st);
+  if (failing()) return;
+  Status st = Status::Ok();
+  {
+    std::lock_guard lk(file_mu_);
+    if (now < sink_deadline_) return;
+    st = sink_.Flush();
     sink_deadline_ = now + opts_.flush_interval;
   }
+  if (!st.ok()) Fail(&l, st);
 }
 
 bool Writer::RefusedOnCaller(size_t n) {
-  if (!closed_ && !thread_failed_) return false;
+  if (!closed_ && !failing()) return false;
   std::lock_guard lk(mu_);
   dropped_ += n;
   return true;
 }
 
 template <typename Fn>
-bool Writer::EncodeEach(size_t n, Fn&& encode) {
+bool Writer::EncodeEach(size_t lane, size_t n, Fn&& encode) {
+  Lane& l = *lanes_[lane];
   for (size_t i = 0; i < n; ++i) {
-    if (thread_failed_) {
-      stats_.dropped_events += n - i;
+    if (failing()) {
+      l.stats.dropped_events += n - i;
       break;
     }
-    encode(i);
+    encode(l, i);
   }
-  FlushIfDue();
-  std::lock_guard lk(mu_);
-  published_ = stats_;
-  return !thread_failed_;
+  FlushIfDue(l);
+  Publish(lane);
+  return !failing();
 }
 
-bool Writer::EncodeNow(std::span<const Item> items) {
-  return EncodeEach(items.size(), [&](size_t i) { Encode(items[i]); });
+bool Writer::EncodeNow(size_t lane, std::span<const Item> items) {
+  return EncodeEach(lane, items.size(), [&](Lane& l, size_t i) { Encode(l, items[i]); });
 }
 
-void Writer::Tick() {
-  if (opts_.encode_on_caller && !closed_) EncodeNow({});
+void Writer::Tick(size_t lane) {
+  if (opts_.encode_on_caller && !closed_) EncodeNow(lane, {});
 }
 
-bool Writer::AppendSyscalls(std::vector<SyscallEvent>* events) {
+bool Writer::AppendSyscalls(std::vector<SyscallEvent>* events, size_t lane) {
   if (events->empty()) return true;
   if (!opts_.encode_on_caller) {
     std::vector<Item> items;
     items.reserve(events->size());
     for (SyscallEvent& ev : *events) items.emplace_back(std::move(ev));
     events->clear();
-    return Enqueue(items);
+    return Enqueue(items, lane);
   }
-  bool ok = !RefusedOnCaller(events->size()) &&
-            EncodeEach(events->size(), [&](size_t i) { EncodeSyscall((*events)[i]); });
+  bool ok =
+      !RefusedOnCaller(events->size()) &&
+      EncodeEach(lane, events->size(), [&](Lane& l, size_t i) { EncodeSyscall(l, (*events)[i]); });
   events->clear();
   return ok;
 }
 
-void Writer::EncodeSyscall(const SyscallEvent& ev) {
-  encoder_.Syscall(
+void Writer::EncodeSyscall(Lane& l, const SyscallEvent& ev) {
+  l.encoder.Syscall(
       ev,
-      [this](const Hash128& h, const std::vector<uint8_t>& b) { StoreBlob(h, b.data(), b.size()); },
-      &events_raw_);
-  if (thread_failed_) {  // a blob chunk failed to write
-    ++stats_.dropped_events;
+      [this, &l](const Hash128& h, const std::vector<uint8_t>& b) {
+        StoreBlob(l, h, b.data(), b.size());
+      },
+      &l.events_raw);
+  if (failing()) {  // a blob chunk failed to write
+    ++l.stats.dropped_events;
     return;
   }
-  if (ev.tid != last_tid_added_) {
-    pending_tids_.insert(ev.tid);
-    last_tid_added_ = ev.tid;
+  if (ev.tid != l.last_tid_added) {
+    l.pending_tids.insert(ev.tid);
+    l.last_tid_added = ev.tid;
   }
-  ++stats_.syscall_events;
-  ++pending_syscalls_;
-  stats_.bytes_captured += ev.CapturedBytes();
-  IndexRecord(ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns));
+  ++l.stats.syscall_events;
+  ++l.pending_syscalls;
+  l.stats.bytes_captured += ev.CapturedBytes();
+  IndexRecord(l, ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns));
 }
 
-void Writer::Encode(const Item& item) {
+void Writer::Encode(Lane& l, const Item& item) {
   uint64_t first, last;
   if (const auto* ev = std::get_if<SyscallEvent>(&item)) {
-    EncodeSyscall(*ev);
+    EncodeSyscall(l, *ev);
     return;
   } else if (const auto* pe = std::get_if<ProcessEvent>(&item)) {
-    encoder_.Process(*pe, &events_raw_);
+    l.encoder.Process(*pe, &l.events_raw);
     first = last = pe->time_ns;
-    pending_tids_.insert(pe->tid);
-    last_tid_added_ = pe->tid;
-    ++stats_.process_events;
+    l.pending_tids.insert(pe->tid);
+    l.last_tid_added = pe->tid;
+    ++l.stats.process_events;
   } else {
     const auto& loss = std::get<LossRecord>(item);
-    encoder_.Loss(loss, &events_raw_);
+    l.encoder.Loss(loss, &l.events_raw);
     first = last = loss.time_ns;
-    stats_.lost_events += loss.count;
+    l.stats.lost_events += loss.count;
   }
-  IndexRecord(first, last);
+  IndexRecord(l, first, last);
 }
 
-void Writer::IndexRecord(uint64_t first, uint64_t last) {
-  EventChunkIndex& idx = pending_index_;
+void Writer::IndexRecord(Lane& l, uint64_t first, uint64_t last) {
+  EventChunkIndex& idx = l.pending_index;
   if (idx.records == 0) {
     idx.first_ns = first;
     idx.last_ns = last;
-    chunk_deadline_ = std::chrono::steady_clock::now() + opts_.flush_interval;
+    l.chunk_deadline = std::chrono::steady_clock::now() + opts_.flush_interval;
   } else {
     idx.first_ns = std::min(idx.first_ns, first);
     idx.last_ns = std::max(idx.last_ns, last);
@@ -258,120 +299,153 @@ void Writer::IndexRecord(uint64_t first, uint64_t last) {
   ++idx.records;
   // A blob chunk went out while this event was encoded: write the events that reference it
   // now, or a full disk could leave megabytes of blobs on it and not one readable event.
-  if (events_raw_.size() >= opts_.chunk_bytes || blobs_flushed_) FlushEvents();
+  if (l.events_raw.size() >= opts_.chunk_bytes || l.blobs_flushed) FlushEvents(l);
 }
 
-StoredBlob Writer::StoreBlobNow(const uint8_t* data, size_t n) {
+StoredBlob Writer::StoreBlobNow(const uint8_t* data, size_t n, size_t lane) {
   Hash128 h = HashBlob(data, n);
-  if (!thread_failed_) StoreBlob(h, data, n);
+  if (!failing()) StoreBlob(*lanes_[lane], h, data, n);
   return StoredBlob{h.lo, h.hi, n};
 }
 
-void Writer::StoreBlob(const Hash128& h, const uint8_t* data, size_t n) {
-  if (!seen_blobs_.Insert(h)) {
-    ++stats_.blobs_deduped;
+void Writer::StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n) {
+  // Each lane keeps its own store: a payload two lanes see is stored twice, which the reader
+  // takes (the first copy wins), rather than every lane taking a lock per buffer.
+  if (!l.seen_blobs.Insert(h)) {
+    ++l.stats.blobs_deduped;
     return;
   }
   // A blob chunk holds either blobs up to blob_chunk_bytes or a single larger blob.
-  if (!blobs_raw_.empty() && blobs_raw_.size() + n > opts_.blob_chunk_bytes) FlushBlobs();
-  PutU64(blobs_raw_, h.lo);
-  PutU64(blobs_raw_, h.hi);
-  PutVarint(blobs_raw_, n);
-  pending_blobs_.push_back(
-      BlobEntry{h, static_cast<uint32_t>(blobs_raw_.size()), static_cast<uint32_t>(n)});
-  PutRaw(blobs_raw_, data, n);
-  ++stats_.blobs_stored;
-  stats_.bytes_blob_stored += n;
+  if (!l.blobs_raw.empty() && l.blobs_raw.size() + n > opts_.blob_chunk_bytes) FlushBlobs(l);
+  PutU64(l.blobs_raw, h.lo);
+  PutU64(l.blobs_raw, h.hi);
+  PutVarint(l.blobs_raw, n);
+  l.pending_blobs.push_back(
+      BlobEntry{h, static_cast<uint32_t>(l.blobs_raw.size()), static_cast<uint32_t>(n)});
+  PutRaw(l.blobs_raw, data, n);
+  ++l.stats.blobs_stored;
+  l.stats.bytes_blob_stored += n;
 }
 
-void Writer::FlushBlobs() {
-  if (pending_blobs_.empty() || thread_failed_) return;
-  BlobChunkIndex idx;
+void Writer::FlushBlobs(Lane& l) {
+  if (l.pending_blobs.empty() || failing()) return;
   // Random or already-compressed data tends to stay that way: after a chunk that zstd would not
   // shrink, the next ones are stored as they are without asking, up to 16 chunks at a time.
   Codec codec = Codec::kNone;
-  if (blob_skip_ > 0) {
-    --blob_skip_;
-  } else if (compressor_.Worthwhile(blobs_raw_)) {
+  if (l.blob_skip > 0) {
+    --l.blob_skip;
+  } else if (l.compressor.Worthwhile(l.blobs_raw)) {
     codec = Codec::kZstd;
-    blob_skip_run_ = 0;
+    l.blob_skip_run = 0;
   } else {
-    blob_skip_run_ = std::min(16u, std::max(1u, blob_skip_run_ * 2));
-    blob_skip_ = blob_skip_run_;
+    l.blob_skip_run = std::min(16u, std::max(1u, l.blob_skip_run * 2));
+    l.blob_skip = l.blob_skip_run;
   }
-  Status st =
-      WriteChunk(ChunkType::kBlobs, codec, blobs_raw_, static_cast<uint32_t>(pending_blobs_.size()),
-                 &idx.offset, &idx.seq, &idx.stored_length);
-  if (!st.ok()) return Fail(st);
-  idx.raw_length = static_cast<uint32_t>(blobs_raw_.size());
-  idx.blobs = std::move(pending_blobs_);
-  footer_.blobs.push_back(std::move(idx));
-  pending_blobs_.clear();
-  blobs_raw_.clear();
-  blobs_flushed_ = true;
+  Status st = WriteChunk(&l, ChunkType::kBlobs, codec, l.blobs_raw,
+                         static_cast<uint32_t>(l.pending_blobs.size()), 0,
+                         [&](uint64_t offset, uint32_t seq, uint32_t stored) {
+                           BlobChunkIndex idx;
+                           idx.offset = offset;
+                           idx.seq = seq;
+                           idx.stored_length = stored;
+                           idx.raw_length = static_cast<uint32_t>(l.blobs_raw.size());
+                           idx.blobs = std::move(l.pending_blobs);
+                           footer_.blobs.push_back(std::move(idx));
+                         });
+  if (!st.ok()) return Fail(&l, st);
+  l.pending_blobs.clear();
+  l.blobs_raw.clear();
+  l.blobs_flushed = true;
 }
 
-void Writer::FlushEvents() {
-  if (pending_index_.records == 0 || thread_failed_) return;
+void Writer::FlushEvents(Lane& l) {
+  if (l.pending_index.records == 0 || failing()) return;
   // Blobs go first: every blob an events chunk references sits earlier in the file.
-  FlushBlobs();
-  if (thread_failed_) return;
-  EventChunkIndex& idx = pending_index_;
-  Status st = WriteChunk(ChunkType::kEvents, Codec::kZstd, events_raw_, idx.records, &idx.offset,
-                         &idx.seq, &idx.stored_length);
-  if (!st.ok()) return Fail(st);
-  idx.raw_length = static_cast<uint32_t>(events_raw_.size());
-  idx.tids.assign(pending_tids_.begin(), pending_tids_.end());
-  std::sort(idx.tids.begin(), idx.tids.end());
-  footer_.events.push_back(std::move(idx));
-  blobs_flushed_ = false;
-  pending_index_ = EventChunkIndex{};
-  pending_syscalls_ = 0;
-  pending_tids_.clear();
-  last_tid_added_ = 0;
-  events_raw_.clear();
-  encoder_.Reset();
+  FlushBlobs(l);
+  if (failing()) return;
+  Status st =
+      WriteChunk(&l, ChunkType::kEvents, Codec::kZstd, l.events_raw, l.pending_index.records,
+                 l.pending_syscalls, [&](uint64_t offset, uint32_t seq, uint32_t stored) {
+                   EventChunkIndex& idx = l.pending_index;
+                   idx.offset = offset;
+                   idx.seq = seq;
+                   idx.stored_length = stored;
+                   idx.raw_length = static_cast<uint32_t>(l.events_raw.size());
+                   idx.tids.assign(l.pending_tids.begin(), l.pending_tids.end());
+                   std::sort(idx.tids.begin(), idx.tids.end());
+                   footer_.events.push_back(std::move(idx));
+                 });
+  if (!st.ok()) return Fail(&l, st);
+  l.blobs_flushed = false;
+  l.pending_index = EventChunkIndex{};
+  l.pending_syscalls = 0;
+  l.pending_tids.clear();
+  l.last_tid_added = 0;
+  l.events_raw.clear();
+  l.encoder.Reset();
+}
+
+void Writer::FinishLane(Lane& l) {
+  FlushEvents(l);
+  FlushBlobs(l);
+  if (failing() && l.pending_index.records > 0) {
+    // Another lane's write failed first: these never reach the file.
+    l.stats.dropped_events += l.pending_index.records;
+    l.stats.syscall_events -= l.pending_syscalls;
+    l.pending_index = EventChunkIndex{};
+    l.pending_syscalls = 0;
+  }
 }
 
 void Writer::Finish() {
-  FlushEvents();
-  FlushBlobs();
-  if (thread_failed_) return;
-  uint64_t footer_offset;
-  uint32_t seq, stored;
-  Bytes footer = EncodeFooter(footer_);
-  Status st = WriteChunk(ChunkType::kFooter, Codec::kZstd, footer,
-                         static_cast<uint32_t>(footer_.events.size() + footer_.blobs.size()),
-                         &footer_offset, &seq, &stored);
-  if (!st.ok()) return Fail(st);
+  for (auto& l : lanes_) FinishLane(*l);
+  if (failing()) return;
+  Bytes footer;
+  {
+    std::lock_guard lk(file_mu_);
+    footer = EncodeFooter(footer_);
+  }
+  uint64_t footer_offset = 0;
+  Status st = WriteChunk(lanes_[0].get(), ChunkType::kFooter, Codec::kZstd, footer,
+                         static_cast<uint32_t>(footer_.events.size() + footer_.blobs.size()), 0,
+                         [&](uint64_t offset, uint32_t, uint32_t) { footer_offset = offset; });
+  if (!st.ok()) return Fail(lanes_[0].get(), st);
   uint8_t trailer[kTrailerSize];
-  EncodeTrailer(Trailer{footer_offset, next_seq_}, trailer);
-  st = sink_.Append(trailer, sizeof(trailer));
-  if (st.ok()) st = sink_.Flush();
-  if (!st.ok()) return Fail(st);
-  offset_ += sizeof(trailer);
-  stats_.file_bytes = offset_;
+  {
+    std::lock_guard lk(file_mu_);
+    EncodeTrailer(Trailer{footer_offset, next_seq_}, trailer);
+    st = sink_.Append(trailer, sizeof(trailer));
+    if (st.ok()) st = sink_.Flush();
+    if (st.ok()) {
+      offset_ += sizeof(trailer);
+      file_stats_.file_bytes = offset_;
+    }
+  }
+  if (!st.ok()) Fail(lanes_[0].get(), st);
 }
 
-Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
-                          uint64_t* offset, uint32_t* seq, uint32_t* stored) {
+template <typename Indexed>
+Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
+                          uint32_t syscalls, Indexed&& indexed) {
   if (raw.size() > UINT32_MAX)
     return Error(Code::kInvalidArgument,
                  fmt::format("a {} chunk of {} bytes exceeds the 4 GiB chunk limit",
                              ChunkTypeName(type), raw.size()));
+  // Compressed and checksummed outside the file's lock: that is the lane's work.
   const Bytes* payload = &raw;
   if (codec == Codec::kZstd) {
-    FAY_RETURN_IF_ERROR(compressor_.Compress(raw, &scratch_));
-    payload = &scratch_;
+    FAY_RETURN_IF_ERROR(l->compressor.Compress(raw, &l->scratch));
+    payload = &l->scratch;
   }
   ChunkHeader h;
   h.type = type;
   h.codec = codec;
-  h.seq = next_seq_;
   h.stored_length = static_cast<uint32_t>(payload->size());
   h.raw_length = static_cast<uint32_t>(raw.size());
   h.count = count;
   h.payload_crc = Crc32c(payload->data(), payload->size());
+  std::lock_guard lk(file_mu_);
+  h.seq = next_seq_;
   uint8_t hdr[kChunkHeaderSize];
   EncodeChunkHeader(h, hdr);
   size_t total = sizeof(hdr) + payload->size();
@@ -381,17 +455,16 @@ Status Writer::WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_
   if (appended.ok())
     staged_chunks_.push_back(StagedChunk{offset_ + total, next_seq_ + 1,
                                          type == ChunkType::kEvents ? count : 0,
-                                         type == ChunkType::kEvents ? pending_syscalls_ : 0});
+                                         type == ChunkType::kEvents ? syscalls : 0});
   NoteDurable();
   FAY_RETURN_IF_ERROR(appended);
-  *offset = offset_;
-  *seq = next_seq_++;
-  *stored = h.stored_length;
+  indexed(offset_, next_seq_, h.stored_length);
+  ++next_seq_;
   offset_ += total;
-  ++stats_.chunks;
-  stats_.bytes_raw += raw.size();
-  stats_.bytes_stored += payload->size();
-  stats_.file_bytes = offset_;
+  ++file_stats_.chunks;
+  file_stats_.bytes_raw += raw.size();
+  file_stats_.bytes_stored += payload->size();
+  file_stats_.file_bytes = offset_;
   return Status::Ok();
 }
 
@@ -403,25 +476,36 @@ void Writer::NoteDurable() {
   }
 }
 
-void Writer::Fail(const Status& st) {
-  thread_failed_ = true;
-  stats_.dropped_events += pending_index_.records;  // encoded, never to reach the file
-  stats_.syscall_events -= pending_syscalls_;
-  pending_syscalls_ = 0;
-  // Cut a partial chunk off, so the file ends on a chunk boundary (best effort: a device such as
-  // /dev/full cannot be truncated, and the reader copes with a partial chunk anyway).
-  NoteDurable();
-  // Chunks the sink took but never got into the file: their events are lost too.
-  for (const StagedChunk& c : staged_chunks_) {
-    stats_.dropped_events += c.events;
-    stats_.syscall_events -= c.syscalls;
+void Writer::Fail(Lane* l, const Status& st) {
+  failing_.store(true, std::memory_order_release);
+  if (l) {
+    l->stats.dropped_events += l->pending_index.records;  // encoded, never to reach the file
+    l->stats.syscall_events -= l->pending_syscalls;
+    l->pending_index = EventChunkIndex{};
+    l->pending_syscalls = 0;
   }
-  staged_chunks_.clear();
-  if (sink_.Truncate(whole_end_)) stats_.file_bytes = whole_end_;
+  uint64_t whole_end;
+  uint32_t whole_chunks;
+  {
+    std::lock_guard lk(file_mu_);
+    // Cut a partial chunk off, so the file ends on a chunk boundary (best effort: a device such
+    // as /dev/full cannot be truncated, and the reader copes with a partial chunk anyway).
+    NoteDurable();
+    // Chunks the sink took but never got into the file: their events are lost too.
+    for (const StagedChunk& c : staged_chunks_) {
+      file_stats_.dropped_events += c.events;
+      file_stats_.syscall_events -= c.syscalls;
+    }
+    staged_chunks_.clear();
+    if (sink_.Truncate(whole_end_)) file_stats_.file_bytes = whole_end_;
+    whole_end = whole_end_;
+    whole_chunks = whole_chunks_;
+  }
   Status err(st.code(), fmt::format("{}; recording stopped, the trace is readable up to offset {} "
                                     "({} whole chunks)",
-                                    st.message(), whole_end_, whole_chunks_));
+                                    st.message(), whole_end, whole_chunks));
   std::lock_guard lk(mu_);
+  if (failed_) return;  // the first error is the one reported
   failed_ = true;
   error_ = err;
   dropped_ += queue_.size();
@@ -444,17 +528,22 @@ Status Writer::Close() {
   not_full_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (opts_.encode_on_caller) {
-    if (!thread_failed_) Finish();
+    if (!failing()) Finish();
+    for (size_t i = 0; i < lanes_.size(); ++i) Publish(i);
+  }
+  if (failed()) {
     std::lock_guard lk(mu_);
-    published_ = stats_;
+    return error_;
+  }
+  Status st;
+  {
+    std::lock_guard lk(file_mu_);
+    st = sink_.Close();
   }
   std::lock_guard lk(mu_);
-  if (!failed_) {
-    Status st = sink_.Close();
-    if (!st.ok()) {
-      failed_ = true;
-      error_ = st;
-    }
+  if (!st.ok() && !failed_) {
+    failed_ = true;
+    error_ = st;
   }
   return error_;
 }
@@ -466,7 +555,8 @@ bool Writer::failed() const {
 
 WriterStats Writer::stats() const {
   std::lock_guard lk(mu_);
-  WriterStats s = published_;
+  WriterStats s;
+  for (const WriterStats& p : published_) AddStats(&s, p);
   s.dropped_events += dropped_;
   return s;
 }

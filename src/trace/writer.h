@@ -3,6 +3,7 @@
 // is full Append blocks (backpressure), so nothing is ever dropped silently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -43,6 +44,11 @@ struct WriterOptions {
   // misses than encoding it. The caller then calls Tick() now and then, and uses the writer
   // from one thread at a time.
   bool encode_on_caller = false;
+  // encode_on_caller only: independent encoders, each used by one caller thread at a time (the
+  // eBPF recorder's consumers, one per ring). Each lane builds, compresses and checksums its own
+  // chunks and keeps its own blob store; only appending a finished chunk to the file is shared.
+  // A thread's events must all go through one lane, which keeps them in order.
+  size_t lanes = 1;
 };
 
 struct WriterStats {
@@ -83,17 +89,17 @@ class Writer {
   // recorder hands over thousands a millisecond). Moves them out and clears *items; false when
   // the writer has failed or been closed (then none of them was taken).
   using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
-  bool AppendBatch(std::vector<Item>* items);
+  bool AppendBatch(std::vector<Item>* items, size_t lane = 0);
   // As AppendBatch, for calls alone: an encode_on_caller writer encodes them where they lie,
   // without wrapping each in an Item (the eBPF recorder's two million events a second).
-  bool AppendSyscalls(std::vector<SyscallEvent>* events);
+  bool AppendSyscalls(std::vector<SyscallEvent>* events, size_t lane = 0);
   // encode_on_caller writers only, on the encoding thread: hashes bytes and puts them in the
   // blob store now (once per distinct content), for a CapturedBuffer::stored that an event
   // appended later carries. Spares the caller a copy of the bytes.
-  StoredBlob StoreBlobNow(const uint8_t* data, size_t n);
+  StoredBlob StoreBlobNow(const uint8_t* data, size_t n, size_t lane = 0);
   // With encode_on_caller: writes what is due (a chunk older than flush_interval) when no
   // event comes to do it. Otherwise nothing.
-  void Tick();
+  void Tick(size_t lane = 0);
   // Records that `count` events were lost at the source around time_ns.
   bool AppendLoss(uint64_t time_ns, uint64_t count, int32_t cpu = -1);
 
@@ -111,33 +117,61 @@ class Writer {
   const std::string& path() const { return path_; }
 
  private:
+  // What one encoder owns: the chunks it is building and the blobs it has stored. Touched by
+  // one thread at a time (the writer's thread, or the caller that owns the lane).
+  struct Lane {
+    explicit Lane(int zstd_level) : compressor(zstd_level) {}
+    Compressor compressor;
+    EventEncoder encoder;
+    Bytes events_raw;
+    Bytes blobs_raw;
+    Bytes scratch;
+    EventChunkIndex pending_index;
+    std::unordered_set<int32_t> pending_tids;
+    int32_t last_tid_added = 0;     // pending_tids holds it already (0: none yet)
+    uint32_t pending_syscalls = 0;  // syscall events in the events chunk being built
+    std::vector<BlobEntry> pending_blobs;
+    bool blobs_flushed = false;  // a blob chunk was written since the last events chunk
+    uint32_t blob_skip = 0;      // blob chunks still to store without trying zstd
+    uint32_t blob_skip_run = 0;  // the last such run's length (doubles while data stays random)
+    Hash128Set seen_blobs;
+    std::chrono::steady_clock::time_point chunk_deadline;
+    WriterStats stats;  // the event and blob counters; the file's are in file_stats_
+  };
+
   Status WriteHeader(const RecordingInfo& info);
-  bool Push(Item item);                 // one event, through Enqueue
-  bool Enqueue(std::span<Item> items);  // moves them out
-  bool BatchReady() const;              // with mu_ held
+  bool Push(Item item);                              // one event, through Enqueue
+  bool Enqueue(std::span<Item> items, size_t lane);  // moves them out
+  bool BatchReady() const;                           // with mu_ held
   void Run();
-  void Encode(const Item& item);
-  void EncodeSyscall(const SyscallEvent& ev);
-  void IndexRecord(uint64_t first, uint64_t last);
-  bool EncodeNow(std::span<const Item> items);  // encode_on_caller: in the caller's thread
+  void Encode(Lane& l, const Item& item);
+  void EncodeSyscall(Lane& l, const SyscallEvent& ev);
+  void IndexRecord(Lane& l, uint64_t first, uint64_t last);
+  bool EncodeNow(size_t lane, std::span<const Item> items);  // encode_on_caller: on the caller
   // encode_on_caller, once closed or failed: counts n events as dropped and says so.
   bool RefusedOnCaller(size_t n);
   // Encodes n events with encode(i), then writes what is due and publishes the stats.
   template <typename Fn>
-  bool EncodeEach(size_t n, Fn&& encode);
-  void FlushIfDue();
-  void StoreBlob(const Hash128& h, const uint8_t* data, size_t n);
-  void FlushEvents();
-  void FlushBlobs();
+  bool EncodeEach(size_t lane, size_t n, Fn&& encode);
+  void FlushIfDue(Lane& l);
+  void StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n);
+  void FlushEvents(Lane& l);
+  void FlushBlobs(Lane& l);
+  void FinishLane(Lane& l);
   void Finish();
-  // Writes one chunk at the end of the file; *offset receives where it starts.
-  Status WriteChunk(ChunkType type, Codec codec, const Bytes& raw, uint32_t count, uint64_t* offset,
-                    uint32_t* seq, uint32_t* stored);
-  void Fail(const Status& st);
-  void NoteDurable();  // moves whole_end_ past the staged chunks now in the file
+  // Compresses raw (with the lane's compressor) and appends it as one chunk at the end of the
+  // file. `indexed` runs under the file's lock with where the chunk starts, its sequence number
+  // and its stored length, so that the footer lists chunks in file order. `syscalls`: the
+  // syscall events an events chunk holds.
+  template <typename Indexed>
+  Status WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
+                    uint32_t syscalls, Indexed&& indexed);
+  void Fail(Lane* l, const Status& st);
+  void NoteDurable();  // with file_mu_ held: moves whole_end_ past the staged chunks now in file
+  void Publish(size_t lane);  // copies the lane's and the file's counters for stats()
+  bool failing() const { return failing_.load(std::memory_order_acquire); }
 
   const std::string path_;
-  FileSink sink_;
   const WriterOptions opts_;
 
   // Shared with producers, guarded by mu_.
@@ -149,31 +183,22 @@ class Writer {
   bool closing_ = false;
   bool failed_ = false;
   uint64_t dropped_ = 0;
-  WriterStats published_;
+  std::vector<WriterStats> published_;  // per lane, then the file's counters last
   Status error_;
 
-  // Owned by the writer thread (and by Create before the thread starts).
   std::thread thread_;
   bool closed_ = false;  // touched only by the owner calling Close
-  Compressor compressor_;
-  EventEncoder encoder_;
-  Bytes events_raw_;
-  Bytes blobs_raw_;
-  Bytes scratch_;
-  EventChunkIndex pending_index_;
-  std::unordered_set<int32_t> pending_tids_;
-  int32_t last_tid_added_ = 0;  // pending_tids_ holds it already (0: none yet)
-  std::vector<BlobEntry> pending_blobs_;
-  bool blobs_flushed_ = false;
-  uint32_t blob_skip_ = 0;      // blob chunks still to store without trying zstd
-  uint32_t blob_skip_run_ = 0;  // the last such run's length (doubles while data stays random)  //
-                                // a blob chunk was written since the last events chunk
-  Hash128Set seen_blobs_;
-  std::chrono::steady_clock::time_point chunk_deadline_;
-  std::chrono::steady_clock::time_point sink_deadline_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  // Set once a write failed: every lane stops encoding.
+  std::atomic<bool> failing_{false};
+
+  // The file, shared by the lanes: guarded by file_mu_.
+  std::mutex file_mu_;
+  FileSink sink_;
   Footer footer_;
   uint64_t offset_ = 0;  // end of the last whole chunk written
   uint32_t next_seq_ = 0;
+  std::chrono::steady_clock::time_point sink_deadline_;
   // Chunks appended to the sink but perhaps not yet in the file (end offset, seq + 1), and the
   // last one known to be: where a failed trace is cut.
   struct StagedChunk {
@@ -182,12 +207,12 @@ class Writer {
     uint32_t events = 0;    // events it holds (0 for blob chunks)
     uint32_t syscalls = 0;  // of which syscalls
   };
-  uint32_t pending_syscalls_ = 0;  // syscall events in the events chunk being built
   std::deque<StagedChunk> staged_chunks_;
   uint64_t whole_end_ = 0;
   uint32_t whole_chunks_ = 0;
-  bool thread_failed_ = false;
-  WriterStats stats_;
+  // Chunks, bytes and file size; and, after a failure, the events the file lost (subtracted
+  // from the lanes' counts, in wrapping arithmetic, when the counters are summed).
+  WriterStats file_stats_;
 };
 
 }  // namespace fay::trace

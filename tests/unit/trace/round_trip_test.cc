@@ -163,6 +163,77 @@ TEST(RoundTripTest, BuffersStoredAheadReadBack) {
   EXPECT_EQ(seen, 3);
 }
 
+// Lanes: two threads encode at once, each its own threads' calls, into one file. Every call
+// comes back, each thread's in its order, with its buffers: the stream's own, and one that
+// both lanes store ahead.
+TEST(RoundTripTest, LanesEncodeAtOnceAndKeepEachThreadInOrder) {
+  ScratchDir dir;
+  std::string path = dir.File("lanes.fay");
+  WriterOptions o = SmallChunks();
+  o.encode_on_caller = true;
+  o.lanes = 2;
+  auto w = Writer::Create(path, SampleInfo(), o);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  std::vector<uint8_t> shared(1000, 0x5a);
+  Stream s = MakeStream(20000, 11);
+  // Lane i takes the calls whose tid is odd (1) or even (0), as a consumer per ring would.
+  std::map<int32_t, std::vector<std::string>> want;
+  for (const SyscallEvent& ev : s.syscalls) want[ev.tid].push_back("S " + Describe(ev));
+  auto feed = [&](size_t lane) {
+    std::vector<SyscallEvent> group;
+    for (size_t i = 0; i < s.syscalls.size(); ++i) {
+      SyscallEvent ev = s.syscalls[i];
+      if (static_cast<size_t>(ev.tid & 1) != lane) continue;
+      if (i % 500 == 0) {
+        CapturedBuffer b;
+        b.arg = 1;
+        b.dir = BufferDir::kOut;
+        b.length = shared.size();
+        b.stored = (*w)->StoreBlobNow(shared.data(), shared.size(), lane);
+        ev.buffers.push_back(b);
+      }
+      group.push_back(std::move(ev));
+      if (group.size() == 64) ASSERT_TRUE((*w)->AppendSyscalls(&group, lane));
+    }
+    ASSERT_TRUE((*w)->AppendSyscalls(&group, lane));
+  };
+  std::thread other(feed, 1);
+  feed(0);
+  other.join();
+  ASSERT_TRUE((*w)->Close().ok());
+  WriterStats ws = (*w)->stats();
+  EXPECT_EQ(ws.syscall_events, s.syscalls.size());
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::map<int32_t, std::vector<std::string>> got;
+  size_t with_buffer = 0;
+  Status st = r->ForEach([&](const SyscallEvent& ev) {
+    SyscallEvent plain = ev;
+    if (!ev.buffers.empty() && ev.buffers.back().bytes == shared) {
+      ++with_buffer;
+      plain.buffers.pop_back();
+    }
+    got[ev.tid].push_back("S " + Describe(plain));
+  });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(with_buffer, (s.syscalls.size() + 499) / 500);
+  ASSERT_EQ(got.size(), want.size());
+  for (auto& [tid, lines] : want) {
+    std::vector<std::string>& g = got[tid];
+    ASSERT_EQ(g.size(), lines.size()) << "tid " << tid;
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(g[i], lines[i]) << "tid " << tid << " #" << i;
+  }
+}
+
+TEST(RoundTripTest, MoreThanOneLaneNeedsEncodingOnTheCaller) {
+  ScratchDir dir;
+  WriterOptions o;
+  o.lanes = 2;
+  auto w = Writer::Create(dir.File("x.fay"), SampleInfo(), o);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("lanes"), std::string::npos);
+}
+
 TEST(RoundTripTest, EdgeValuesSurvive) {
   ScratchDir dir;
   std::string path = dir.File("edge.fay");
