@@ -1,5 +1,5 @@
 // fay record [-o FILE] [--backend auto|ebpf|ptrace] [-e SET] [--max-buffer BYTES]
-//            [--ring-size BYTES] [--loss block|drop] [-p PID | -- CMD...]
+//            [--ring-size BYTES] [--consumers N] [--loss block|drop] [-p PID | -- CMD...]
 #include <fmt/core.h>
 
 #include "cli/commands.h"
@@ -82,7 +82,12 @@ Runner RegisterRecord(CLI::App& app) {
   cmd->add_option("--max-buffer", c->max_buffer,
                   "capture at most this many bytes of each buffer (default: whole buffers)");
   cmd->add_option("--ring-size", c->ring_size,
-                  "ebpf: the ring buffer between probes and fay, a power of two (default 32M)");
+                  "ebpf: each ring buffer between probes and fay, a power of two (default: 32M "
+                  "shared by the rings)");
+  cmd->add_option("--consumers", c->opt.consumers,
+                  "ebpf: threads writing the trace, each reading a ring of its own; a thread's "
+                  "calls all go to one (default: one per 4 CPUs, at most 8)")
+      ->check(CLI::Range(1, 8));
   cmd->add_option("--loss", c->opt.loss,
                   "ebpf, when the ring fills: block (default; pause the program until fay "
                   "catches up) or drop (count what is lost)")

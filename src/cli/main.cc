@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are successes; every other parse error is a usage error, exit 2 as
+    // strace and perf give, not the parser's own code (105 and up).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   for (auto* sub : app.get_subcommands()) {
     auto it = runners.find(sub->get_name());

@@ -27,6 +27,9 @@ struct RecordOptions {
   // block for a command, drop for -p).
   uint64_t ring_size = 0;
   std::string loss;
+  // eBPF backend: consumer threads, each reading a ring of its own, with ring_size bytes each
+  // when given (0: one per 4 CPUs fay may use, at most 8, sharing 32 MiB of ring).
+  uint32_t consumers = 0;
 };
 
 struct RecordResult {

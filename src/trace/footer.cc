@@ -12,6 +12,9 @@ Bytes EncodeFooter(const Footer& f) {
   for (const EventChunkIndex& e : f.events) room += 8 * kV + e.tids.size() * kV;
   room += kV;
   for (const BlobChunkIndex& b : f.blobs) room += 5 * kV + b.blobs.size() * (16 + 2 * kV);
+  bool streams = false;
+  for (const EventChunkIndex& e : f.events) streams |= e.stream != 0;
+  if (streams) room += kV + f.events.size() * kV;
   Bytes out(room);
   uint8_t* p = out.data();
   p = PutVarintAt(p, f.events.size());
@@ -43,6 +46,12 @@ Bytes EncodeFooter(const Footer& f) {
       p = PutVarintAt(p + 16, e.offset);
       p = PutVarintAt(p, e.size);
     }
+  }
+  // Minor 3, only when there are several streams: each events chunk's, in the order above. A
+  // minor 2 reader takes it as trailing bytes.
+  if (streams) {
+    p = PutVarintAt(p, f.events.size());
+    for (const EventChunkIndex& e : f.events) p = PutVarintAt(p, e.stream);
   }
   out.resize(static_cast<size_t>(p - out.data()));
   return out;
@@ -94,6 +103,14 @@ Status DecodeFooter(const uint8_t* data, size_t n, Footer* f) {
       if (!r.U64(&e.hash.lo) || !r.U64(&e.hash.hi) || !u32(&e.offset) || !u32(&e.size))
         return bad("malformed blob entry");
     }
+  }
+  if (r.remaining() == 0) return Status::Ok();
+  uint64_t n_streams;
+  if (!r.Varint(&n_streams) || n_streams != f->events.size()) return bad("malformed stream list");
+  for (EventChunkIndex& e : f->events) {
+    uint64_t s;
+    if (!r.Varint(&s) || s >= kMaxStreams) return bad("malformed stream list");
+    e.stream = static_cast<uint16_t>(s);
   }
   // Bytes left over are fields from a newer minor.
   return Status::Ok();

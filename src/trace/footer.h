@@ -20,6 +20,7 @@ struct EventChunkIndex {
   uint64_t last_ns = 0;   // latest entry, exit or time of any record in the chunk
   uint32_t records = 0;
   std::vector<int32_t> tids;  // tids of the chunk's syscall and process records, ascending
+  uint16_t stream = 0;        // minor 3: see kMaxStreams
 };
 
 struct BlobChunkIndex {

@@ -15,7 +15,7 @@ namespace fay::trace {
 // Minor only adds (chunk types, record kinds, header/footer tags, fields at the end of a
 // record): a reader skips what it does not know.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 2;
+inline constexpr uint16_t kFormatMinor = 3;
 
 // PNG-style: the high byte catches 7-bit transfers, CR LF / ^Z / LF catch text-mode mangling.
 inline constexpr char kFileMagic[8] = {'\x89', 'F', 'A', 'Y', '\r', '\n', '\x1a', '\n'};
@@ -30,6 +30,11 @@ inline constexpr size_t kTrailerSize = 24;
 enum class ChunkType : uint8_t { kHeader = 1, kBlobs = 2, kEvents = 3, kFooter = 4 };
 enum class Codec : uint8_t { kNone = 0, kZstd = 1 };
 
+// An events chunk belongs to one of at most this many streams (minor 3; minor 2 files have one,
+// stream 0). A writer with several encoding threads gives each a stream; a thread's events are
+// all in one stream, in order. Sequential readers merge the streams by time.
+inline constexpr uint16_t kMaxStreams = 256;
+
 // Record kinds inside an events chunk.
 enum class RecordKind : uint8_t { kSyscall = 1, kProcess = 2, kLoss = 3 };
 
@@ -42,7 +47,7 @@ std::string_view ChunkTypeName(ChunkType t);
 struct ChunkHeader {
   ChunkType type = ChunkType::kEvents;
   Codec codec = Codec::kZstd;
-  uint16_t flags = 0;
+  uint16_t flags = 0;          // events chunk [minor 3]: its stream (see kMaxStreams)
   uint32_t seq = 0;            // 0 for the header chunk, +1 per chunk
   uint32_t stored_length = 0;  // payload bytes following the chunk header
   uint32_t raw_length = 0;     // payload bytes after decompression

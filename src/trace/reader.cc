@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <variant>
 
 #include "trace/crc32c.h"
 #include "trace/event_codec.h"
@@ -213,7 +214,7 @@ bool Reader::TryFooter() {
                               static_cast<uint32_t>(b.blobs.size())});
   for (const EventChunkIndex& e : f.events)
     chunks.push_back(ChunkRef{e.offset, ChunkType::kEvents, e.seq, e.stored_length, e.raw_length,
-                              e.records, true, e.first_ns, e.last_ns, e.tids});
+                              e.records, true, e.first_ns, e.last_ns, e.tids, e.stream});
   std::sort(chunks.begin(), chunks.end(),
             [](const ChunkRef& a, const ChunkRef& b) { return a.offset < b.offset; });
   // The index must describe chunks that lie, without overlap, between the header and footer.
@@ -280,6 +281,7 @@ void Reader::WalkChunks(uint64_t offset) {
     // missing; read on without the index.
     if (h.type == ChunkType::kFooter) return;
     chunks_.push_back(ChunkRef{offset, h.type, h.seq, h.stored_length, h.raw_length, h.count});
+    if (h.type == ChunkType::kEvents) chunks_.back().stream = h.flags % kMaxStreams;
     last_chunk_offset_ = offset;
     last_chunk_seq_ = h.seq;
     valid_end_ = end;
@@ -425,6 +427,10 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     sinks.shared_blob = [this](const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out) {
       return SharedBlob(h, size, out);
     };
+  if (filter.shards <= 1) {
+    for (const ChunkRef& c : chunks_)
+      if (c.type == ChunkType::kEvents && c.stream != 0) return WalkMerged(filter, sinks);
+  }
   Bytes raw;
   uint32_t events_seen = 0;
   for (uint32_t i = 0; i < chunks_.size(); ++i) {
@@ -448,6 +454,82 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     FAY_RETURN_IF_ERROR(LoadChunk(c, &h, &raw));
     Status st = DecodeEvents(raw.data(), raw.size(), h.count, sinks);
     if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  }
+  return damage_;
+}
+
+Status Reader::WalkMerged(const ReadFilter& filter, const DecodeSinks& sinks) {
+  using Item = std::variant<SyscallEvent, ProcessEvent, LossRecord>;
+  struct Stream {
+    std::vector<uint32_t> chunks;  // its events chunks, in file order
+    size_t next = 0;               // the next of them to decode
+    std::vector<Item> items;       // the decoded chunk's events
+    size_t pos = 0;
+  };
+  std::vector<Stream> streams(kMaxStreams);
+  for (uint32_t i = 0; i < chunks_.size(); ++i) {
+    const ChunkRef& c = chunks_[i];
+    if (c.type == ChunkType::kBlobs && !has_footer_) {
+      // Without a footer a blob chunk's hashes are learned by reading it; another stream's
+      // events may need it before the walk would reach it.
+      auto loaded = BlobChunk(i);
+      if (!loaded.ok()) return loaded.status();
+    }
+    if (c.type != ChunkType::kEvents) continue;
+    if (!filter.MayMatch(c)) {
+      ++stats_.chunks_skipped;
+      continue;
+    }
+    streams[c.stream].chunks.push_back(i);
+  }
+  DecodeSinks collect = sinks;
+  Stream* filling = nullptr;
+  collect.syscall = [&](SyscallEvent& ev) { filling->items.emplace_back(std::move(ev)); };
+  collect.process = [&](const ProcessEvent& ev) { filling->items.emplace_back(ev); };
+  collect.loss = [&](const LossRecord& loss) { filling->items.emplace_back(loss); };
+  Bytes raw;
+  // Makes s.items[s.pos] the stream's next event; false once it has no more.
+  auto ready = [&](Stream& s) -> Expected<bool> {
+    while (s.pos == s.items.size()) {
+      if (s.next == s.chunks.size()) return false;
+      s.items.clear();
+      s.pos = 0;
+      const ChunkRef& c = chunks_[s.chunks[s.next++]];
+      ChunkHeader h;
+      FAY_RETURN_IF_ERROR(LoadChunk(c, &h, &raw));
+      filling = &s;
+      Status st = DecodeEvents(raw.data(), raw.size(), h.count, collect);
+      if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+    }
+    return true;
+  };
+  // A call is written when it returns, so its return is its place in its stream.
+  auto when = [](const Item& item) {
+    if (const auto* ev = std::get_if<SyscallEvent>(&item))
+      return std::max(ev->entry_ns, ev->exit_ns);
+    if (const auto* pe = std::get_if<ProcessEvent>(&item)) return pe->time_ns;
+    return std::get<LossRecord>(item).time_ns;
+  };
+  std::vector<Stream*> live;
+  for (Stream& s : streams) {
+    if (s.chunks.empty()) continue;
+    FAY_ASSIGN_OR_RETURN(bool more, ready(s));
+    if (more) live.push_back(&s);
+  }
+  while (!live.empty()) {
+    size_t best = 0;
+    for (size_t i = 1; i < live.size(); ++i)
+      if (when(live[i]->items[live[i]->pos]) < when(live[best]->items[live[best]->pos])) best = i;
+    Stream& s = *live[best];
+    Item& item = s.items[s.pos++];
+    if (auto* ev = std::get_if<SyscallEvent>(&item))
+      sinks.syscall(*ev);
+    else if (const auto* pe = std::get_if<ProcessEvent>(&item))
+      sinks.process(*pe);
+    else
+      sinks.loss(std::get<LossRecord>(item));
+    FAY_ASSIGN_OR_RETURN(bool more, ready(s));
+    if (!more) live.erase(live.begin() + static_cast<long>(best));
   }
   return damage_;
 }

@@ -23,6 +23,8 @@
 namespace fay::trace {
 
 // One chunk the reader knows of: from the footer, or from walking the chunk headers.
+struct DecodeSinks;  // trace/event_codec.h
+
 struct ChunkRef {
   uint64_t offset = 0;  // of the chunk header
   ChunkType type = ChunkType::kEvents;
@@ -35,6 +37,7 @@ struct ChunkRef {
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   std::vector<int32_t> tids;
+  uint16_t stream = 0;  // events chunk: from the footer, or from its header when walking
 };
 
 // Which events ForEach delivers. A syscall matches when [entry, exit] overlaps [from, to].
@@ -156,6 +159,9 @@ class Reader {
   // Reads, checks and decompresses a chunk; *header receives its decoded header.
   Status LoadChunk(const ChunkRef& c, ChunkHeader* header, Bytes* raw);
   Expected<std::shared_ptr<const Bytes>> BlobChunk(uint32_t index);
+  // Walk's order for a file of several streams (see kMaxStreams): each stream's events in file
+  // order, the streams merged by time.
+  Status WalkMerged(const ReadFilter& filter, const DecodeSinks& sinks);
   Status Walk(const ReadFilter& filter, const std::function<void(SyscallEvent&)>& on_syscall,
               const ProcessFn& on_process);
   // Where blob h lies, and its chunk's bytes; checks that the reference names its size.

@@ -38,9 +38,10 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
                                                  WriterOptions options) {
   if (options.chunk_bytes == 0 || options.queue_events == 0)
     return Error(Code::kInvalidArgument, "trace writer: chunk_bytes and queue_events must be > 0");
-  if (options.lanes == 0 || (options.lanes > 1 && !options.encode_on_caller))
+  if (options.lanes == 0 || options.lanes > kMaxStreams ||
+      (options.lanes > 1 && !options.encode_on_caller))
     return Error(Code::kInvalidArgument,
-                 "trace writer: lanes must be 1, or more with encode_on_caller");
+                 "trace writer: lanes must be 1, or up to 256 with encode_on_caller");
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create trace file " + path);
   auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
@@ -52,7 +53,7 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
 Writer::Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options)
     : path_(path), opts_(std::move(options)), sink_(std::move(fd), "writing " + path) {
   for (size_t i = 0; i < opts_.lanes; ++i)
-    lanes_.push_back(std::make_unique<Lane>(opts_.zstd_level));
+    lanes_.push_back(std::make_unique<Lane>(opts_.zstd_level, static_cast<uint16_t>(i)));
   published_.resize(opts_.lanes + 1);
 }
 
@@ -372,6 +373,7 @@ void Writer::FlushEvents(Lane& l) {
                    idx.stored_length = stored;
                    idx.raw_length = static_cast<uint32_t>(l.events_raw.size());
                    idx.tids.assign(l.pending_tids.begin(), l.pending_tids.end());
+                   idx.stream = l.stream;
                    std::sort(idx.tids.begin(), idx.tids.end());
                    footer_.events.push_back(std::move(idx));
                  });
@@ -440,6 +442,7 @@ Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw
   ChunkHeader h;
   h.type = type;
   h.codec = codec;
+  if (type == ChunkType::kEvents) h.flags = l->stream;
   h.stored_length = static_cast<uint32_t>(payload->size());
   h.raw_length = static_cast<uint32_t>(raw.size());
   h.count = count;

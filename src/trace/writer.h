@@ -120,8 +120,9 @@ class Writer {
   // What one encoder owns: the chunks it is building and the blobs it has stored. Touched by
   // one thread at a time (the writer's thread, or the caller that owns the lane).
   struct Lane {
-    explicit Lane(int zstd_level) : compressor(zstd_level) {}
+    Lane(int zstd_level, uint16_t s) : compressor(zstd_level), stream(s) {}
     Compressor compressor;
+    uint16_t stream;  // of its events chunks (see kMaxStreams)
     EventEncoder encoder;
     Bytes events_raw;
     Bytes blobs_raw;

@@ -110,6 +110,10 @@ WORKLOADS = {
     # Composite buffers: iovec arrays (writev, readv) and struct msghdr (sendmsg, recvmsg).
     "iovec_rw": Workload(["iovec_rw", "iovec.out"],
                          counts={"writev": 1, "readv": 1, "sendmsg": 1, "recvmsg": 1}),
+    # An exec from a thread that is not the leader: it returns with the leader's id, and the
+    # leader, blocked in pthread_join, never returns from its futex wait.
+    "thread_exec": Workload(["thread_exec", "5", "7"],
+                            counts={"getppid": 12, "clone3": 1, "execve": 3}),
     "w3_smallfiles": Workload(
         w3_argv, stdout=f"files {W3_FILES} written {4096 * W3_FILES} read {4096 * W3_FILES} "
         f"fsyncs {W3_FILES // 100} bad 0\n",
@@ -271,8 +275,11 @@ def record(fay, backend, wl, argv, ctx):
     stdout_path = os.path.join(work, f"stdout-{backend}")
     if wl.setup:
         wl.setup(work)
-    cmd = (["setarch", "x86_64", "-R", fay, "record", "-q", "--backend", backend, "-o", out, "--",
-            "setarch", "x86_64", "-R"] + argv)
+    # --consumers goes to both backends (ptrace has one writer whatever it says), so that the two
+    # command lines stay equally long.
+    more = [f"--consumers={ctx['consumers']}"] if ctx.get("consumers") else []
+    cmd = (["setarch", "x86_64", "-R", fay, "record", "-q", "--backend", backend] + more +
+           ["-o", out, "--", "setarch", "x86_64", "-R"] + argv)
     with open(stdout_path, "wb") as so, open(os.path.join(work, f"stderr-{backend}"), "wb") as se:
         # setarch execs fay in place, so this pid is fay's: the parent the root's getppid sees.
         p = subprocess.Popen(cmd, cwd=work, env=ctx["env"], stdin=subprocess.DEVNULL, stdout=so,
@@ -425,6 +432,7 @@ def main():
     ap.add_argument("--testprogs", help="the build's tests/testprogs directory")
     ap.add_argument("--smallfiles", help="bench/workloads/src/smallfiles.c, built")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--consumers", type=int, help="fay record --consumers, for the eBPF backend")
     ap.add_argument("--list", action="store_true", help="print the workload names")
     ap.add_argument("workload", nargs="?", choices=sorted(WORKLOADS))
     opts = ap.parse_args()
@@ -449,6 +457,7 @@ def main():
     ctx = {
         "work": work,
         "smallfiles": os.path.abspath(opts.smallfiles),
+        "consumers": opts.consumers,
         "env": {"PATH": f"{MISSING_DIR}:{private}:/usr/bin:/bin:{os.path.abspath(opts.testprogs)}",
                 "LC_ALL": "C"},
     }
@@ -464,7 +473,8 @@ def main():
         traces[backend] = trace
         failures += errors
         failures += trace.problems[:10] if trace else []
-    print(f"workload {opts.workload}: {' '.join(argv)}")
+    print(f"workload {opts.workload}: {' '.join(argv)}" +
+          (f" (--consumers={opts.consumers})" if opts.consumers else ""))
     for backend in BACKENDS:
         t = traces[backend]
         print(f"  {backend}: " + (f"{sum(len(v) for v in t.threads.values())} lines in "

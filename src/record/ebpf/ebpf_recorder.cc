@@ -343,6 +343,14 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
 
 constexpr uint64_t kDefaultRingBytes = 32ull << 20;
 
+// One consumer thread per 4 CPUs fay may use, at most kMaxRings: a consumer needs a CPU of its
+// own, and the program the others. On 2 to 7 CPUs, one.
+uint32_t DefaultConsumers() {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return std::clamp<uint32_t>(static_cast<uint32_t>(cpus / 4), 1, kMaxRings);
+}
+
 // /proc/sys/kernel/pid_max rounded up to a power of two: every tgid is below it.
 uint64_t PidLimit() {
   uint64_t max = 1 << 22;  // the most pid_max can be on 64-bit
@@ -372,16 +380,27 @@ class EbpfRecorder {
   Status Configure();
   Status Load();
   Status Attach();
-  void Consume();
+  // One consumer thread's: its ring, the events it rebuilds from it, its lane of the writer.
+  struct Lane {
+    size_t index = 0;
+    std::unique_ptr<bpf::RingConsumer> ring;
+    Assembler assembler;
+    Assembler::Out out;
+    std::vector<trace::Writer::Item> batch;
+    bool write_failed = false;
+    uint64_t syscalls = 0, processes = 0, threads = 0;  // handed to the writer; forks seen
+  };
+  void Consume(Lane& l);
   void Govern();
-  void OnRecord(const void* data, size_t size);
-  void Deliver();
+  void OnRecord(Lane& l, const void* data, size_t size);
+  void Deliver(Lane& l);
   void DrainStaged();
 
   const RecordOptions& opt_;
   RecordResult result_;
   SyscallSet filter_ = SyscallSet::All();
-  uint64_t ring_bytes_ = kDefaultRingBytes;
+  uint64_t ring_bytes_ = kDefaultRingBytes;  // each ring's
+  uint32_t rings_ = 1;
   uint64_t max_buffer_ = 0;
   uint64_t pid_limit_ = 0;
   bool block_ = true;
@@ -389,27 +408,30 @@ class EbpfRecorder {
   struct Unmap {
     void operator()(uint64_t* p) const { munmap(p, static_cast<size_t>(sysconf(_SC_PAGESIZE))); }
   };
-  std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's value, mapped
+  std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's values (one per ring), mapped
   std::vector<bpf::Program> progs_;
   std::vector<bpf::Link> links_;
   std::unique_ptr<trace::Writer> writer_;
-  std::unique_ptr<bpf::RingConsumer> ring_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Throttle> throttle_;
   std::atomic<bool> consumer_stop_{false};
   // The governor sleeps on this between looks, so that stopping it is not a sleep's wait.
   std::mutex governor_mu_;
   std::condition_variable governor_cv_;
   bool governor_stop_ = false;  // guarded by governor_mu_
-  Assembler assembler_;
-  Assembler::Out out_;
-  std::vector<trace::Writer::Item> batch_;
-  bool write_failed_ = false;
 };
 
 Status EbpfRecorder::Configure() {
   if (!opt_.syscall_filter.empty()) {
     FAY_ASSIGN_OR_RETURN(filter_, ParseSyscallSet(opt_.syscall_filter));
   }
+  if (opt_.consumers > kMaxRings)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("--consumers {}: at most {}", opt_.consumers, kMaxRings));
+  rings_ = opt_.consumers ? opt_.consumers : DefaultConsumers();
+  // The default memory is shared: each of several rings gets the largest power of two that
+  // fits its share.
+  while (rings_ > 1 && ring_bytes_ * rings_ > kDefaultRingBytes) ring_bytes_ >>= 1;
   if (opt_.ring_size) {
     if (opt_.ring_size < (1u << 16) || (opt_.ring_size & (opt_.ring_size - 1)) != 0)
       return Error(Code::kInvalidArgument,
@@ -446,19 +468,23 @@ Status EbpfRecorder::Configure() {
 
 Status EbpfRecorder::Load() {
   // Declared before the helper that fills it, so it outlives the job on every return.
-  Expected<bpf::Map> ring = Error(Code::kInternal, "the ring was not made");
+  std::vector<Expected<bpf::Map>> rings;
   // Started now, so that it is running (on another CPU) by the time the programs are ready.
   WorkerThread helper;
   // The ring first, on the helper: its pages are allocated, zeroed and charged to the memory
   // cgroup one at a time (6 ms for 32 MiB), the longest step before the verifier, which needs
   // it. The other maps and the programs' code are made meanwhile.
-  helper.Submit([this, &ring] {
-    ring = bpf::Map::Create(BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0,
-                            static_cast<uint32_t>(ring_bytes_));
+  helper.Submit([this, &rings] {
+    for (uint32_t i = 0; i < rings_; ++i) {
+      rings.push_back(bpf::Map::Create(BPF_MAP_TYPE_RINGBUF, "fay_rec_ring", 0, 0,
+                                       static_cast<uint32_t>(ring_bytes_)));
+      if (!rings.back().ok()) break;
+    }
   });
   ProbeOptions po;
   po.max_buffer = max_buffer_;
   po.wake_bytes = ring_bytes_ / 16;
+  po.rings = rings_;
   pid_limit_ = PidLimit();
   po.pid_limit = pid_limit_;
   FAY_RETURN_IF_ERROR(TaskOffsetsFromBtf(&po));
@@ -482,7 +508,8 @@ Status EbpfRecorder::Load() {
                          static_cast<uint32_t>(StatesBytes(pid_limit_)), 1));
   FAY_RETURN_IF_ERROR(mk(kMapSlots, BPF_MAP_TYPE_ARRAY, "fay_rec_slots", 4,
                          static_cast<uint32_t>(kSlots * sizeof(CallSlot)), 1));
-  FAY_RETURN_IF_ERROR(mk(kMapWake, BPF_MAP_TYPE_ARRAY, "fay_rec_wake", 4, 8, 1, BPF_F_MMAPABLE));
+  FAY_RETURN_IF_ERROR(
+      mk(kMapWake, BPF_MAP_TYPE_ARRAY, "fay_rec_wake", 4, 8, kMaxRings, BPF_F_MMAPABLE));
   void* wake = mmap(nullptr, static_cast<size_t>(sysconf(_SC_PAGESIZE)), PROT_READ | PROT_WRITE,
                     MAP_SHARED, maps_[kMapWake]->fd(), 0);
   if (wake == MAP_FAILED) return ErrnoError("cannot map the recorder's wakeup flag");
@@ -500,10 +527,12 @@ Status EbpfRecorder::Load() {
   }
   Expected<ProbeSet> typed_set = GenerateProbes(po);
   helper.Wait();
-  if (!ring.ok()) return ring.status();
-  maps_[kMapRing] = std::move(ring).value();
+  for (uint32_t i = 0; i < rings.size(); ++i) {
+    if (!rings[i].ok()) return rings[i].status();
+    maps_[RingSlot(i)] = std::move(rings[i]).value();
+  }
   std::vector<int> fds;
-  for (auto& m : maps_) fds.push_back(m->fd());
+  for (auto& m : maps_) fds.push_back(m ? m->fd() : -1);
   auto load_all = [&](const ProbeOptions& options, Expected<ProbeSet> generated) -> Status {
     progs_.clear();
     FAY_ASSIGN_OR_RETURN(ProbeSet set, std::move(generated));
@@ -559,10 +588,10 @@ Status EbpfRecorder::Attach() {
   return Status::Ok();
 }
 
-void EbpfRecorder::OnRecord(const void* data, size_t size) {
-  assembler_.Feed(data, size, &out_);
+void EbpfRecorder::OnRecord(Lane& l, const void* data, size_t size) {
+  l.assembler.Feed(data, size, &l.out);
   // Hand events over in small groups, so the writer's queue sees them in order and soon.
-  if (out_.syscalls.size() + out_.processes.size() >= 256) Deliver();
+  if (l.out.syscalls.size() + l.out.processes.size() >= 256) Deliver(l);
 }
 
 // Calls the exit probe staged (see WireBatch) and nothing wrote out before the detach: the last
@@ -580,44 +609,47 @@ void EbpfRecorder::DrainStaged() {
                              v.begin() + kStageOffset + sizeof(WireBatch) + bytes);
     WireBatch b{kRecBatch, bytes};
     std::memcpy(rec.data(), &b, sizeof b);
-    OnRecord(rec.data(), rec.size());
+    // To the lane of the ring they were staged for: their thread's.
+    uint32_t ring = 0;
+    std::memcpy(&ring, v.data() + kStagedRingOffset, sizeof ring);
+    OnRecord(*lanes_[rings_ > 1 && ring < rings_ ? ring : 0], rec.data(), rec.size());
   }
-  Deliver();
+  for (auto& l : lanes_) Deliver(*l);
 }
 
-void EbpfRecorder::Deliver() {
-  for (auto& pe : out_.processes) {
+void EbpfRecorder::Deliver(Lane& l) {
+  for (auto& pe : l.out.processes) {
     if (pe.kind == ProcessEventKind::kFork) {
       if (pe.is_thread)
-        ++result_.threads;
+        ++l.threads;
       else
-        ++result_.processes, ++result_.threads;
+        ++l.processes, ++l.threads;
     }
   }
-  auto& sc = out_.syscalls;
-  auto& pr = out_.processes;
+  auto& sc = l.out.syscalls;
+  auto& pr = l.out.processes;
   size_t calls = sc.size();
   bool handed;
   if (pr.empty()) {
-    handed = writer_->AppendSyscalls(&sc);
+    handed = writer_->AppendSyscalls(&sc, l.index);
   } else {
     // Process events first within a group would reorder them against calls; merge by time.
     size_t i = 0, j = 0;
     while (i < sc.size() || j < pr.size()) {
       bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
       if (take_proc)
-        batch_.emplace_back(std::move(pr[j++]));
+        l.batch.emplace_back(std::move(pr[j++]));
       else
-        batch_.emplace_back(std::move(sc[i++]));
+        l.batch.emplace_back(std::move(sc[i++]));
     }
     sc.clear();
     pr.clear();
-    handed = writer_->AppendBatch(&batch_);
+    handed = writer_->AppendBatch(&l.batch, l.index);
   }
   if (handed)
-    result_.syscalls += calls;
+    l.syscalls += calls;
   else if (calls > 0)
-    write_failed_ = true;
+    l.write_failed = true;
 }
 
 // The CPUs fay may run on, and the last of them alone (`split` when there are two or more).
@@ -637,28 +669,29 @@ CpuSets FayCpus() {
   return c;
 }
 
-void EbpfRecorder::Consume() {
-  auto feed = [this](const void* d, size_t n) { OnRecord(d, n); };
+void EbpfRecorder::Consume(Lane& l) {
+  auto feed = [this, &l](const void* d, size_t n) { OnRecord(l, d, n); };
+  uint64_t* asleep = asleep_.get() + l.index;
   for (;;) {
     bool stopping = consumer_stop_.load(std::memory_order_acquire);
-    uint64_t n = ring_->Drain(feed);
-    Deliver();
+    uint64_t n = l.ring->Drain(feed);
+    Deliver(l);
     if (n == 0) {
       if (stopping) break;
       // The probes wake the consumer only when the ring fills, and only while it says it is
       // asleep; otherwise it looks often enough that a quiet program's events reach the file
       // within a few milliseconds.
-      __atomic_store_n(asleep_.get(), 1, __ATOMIC_RELEASE);
-      ring_->Wait(5);
-      __atomic_store_n(asleep_.get(), 0, __ATOMIC_RELEASE);
-      writer_->Tick();
+      __atomic_store_n(asleep, 1, __ATOMIC_RELEASE);
+      l.ring->Wait(5);
+      __atomic_store_n(asleep, 0, __ATOMIC_RELEASE);
+      writer_->Tick(l.index);
     }
   }
 }
 
-// --loss=block: freeze the program while the ring is more than a quarter full, thaw it once the
-// consumer has brought it down to a sixteenth. Four threads reading cached files fill 8 MiB in
-// about a millisecond, so this thread must run on time even when the program's threads keep
+// --loss=block: freeze the program while a ring is more than a quarter full, thaw it once the
+// consumers have brought every ring down to a sixteenth. Four threads reading cached files fill 8
+// MiB in about a millisecond, so this thread must run on time even when the program's threads keep
 // every CPU busy: it asks for a real-time priority (it sleeps nearly always), and looks more
 // often once the ring is an eighth full. Not sooner: each look preempts the program, and a
 // consumer that keeps up still leaves a few MiB between two drains.
@@ -683,7 +716,8 @@ void EbpfRecorder::Govern() {
   const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
   std::unique_lock<std::mutex> lock(governor_mu_);
   while (!governor_stop_) {
-    uint64_t pending = ring_->Pending();
+    uint64_t pending = 0;
+    for (const auto& l : lanes_) pending = std::max(pending, l->ring->Pending());
     if (!throttle_->frozen() && pending > high)
       throttle_->Freeze();
     else if (throttle_->frozen() && pending < low)
@@ -747,6 +781,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // The consumer must keep up with a program making millions of calls a second; zstd's fastest
   // level costs half as much per event for a trace a few percent larger.
   wo.zstd_level = 1;
+  wo.lanes = rings_;
   // Made while the loader works: this thread would otherwise only wait for it.
   auto writer = trace::Writer::Create(result_.path, info, wo);
   if (!writer.ok()) {
@@ -774,14 +809,20 @@ Expected<RecordResult> EbpfRecorder::Run() {
     uint32_t zero = 0;
     if (Status st = maps_[kMapStates]->Update(&zero, states.data()); !st.ok()) return abandon(st);
   }
-  // The consumer thread is the writer's encoding thread: it may store blobs directly.
-  assembler_.set_blob_store(
-      [this](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n); });
-  auto ring = bpf::RingConsumer::Create(maps_[kMapRing]->fd(), ring_bytes_);
-  if (!ring.ok()) return abandon(ring.status());
-  ring_ = std::move(ring).value();
+  for (uint32_t i = 0; i < rings_; ++i) {
+    auto lane = std::make_unique<Lane>();
+    lane->index = i;
+    // A consumer thread is its lane's encoding thread: it may store blobs directly.
+    lane->assembler.set_blob_store(
+        [this, i](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n, i); });
+    auto ring = bpf::RingConsumer::Create(maps_[RingSlot(i)]->fd(), ring_bytes_);
+    if (!ring.ok()) return abandon(ring.status());
+    lane->ring = std::move(ring).value();
+    lanes_.push_back(std::move(lane));
+  }
   if (Status st = Attach(); !st.ok()) return abandon(st);
-  std::thread consumer([this] { Consume(); });
+  std::vector<std::thread> consumers;
+  for (auto& l : lanes_) consumers.emplace_back([this, lp = l.get()] { Consume(*lp); });
   std::thread governor;
   if (throttle_) governor = std::thread([this] { Govern(); });
 
@@ -813,9 +854,14 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // to another CPU must still find its staged calls written out by sched_switch.
   while (!links_.empty()) links_.pop_back();
   consumer_stop_.store(true, std::memory_order_release);
-  ring_->Wake();
-  consumer.join();
+  for (auto& l : lanes_) l->ring->Wake();
+  for (std::thread& t : consumers) t.join();
   DrainStaged();
+  for (const auto& l : lanes_) {
+    result_.syscalls += l->syscalls;
+    result_.processes += l->processes;
+    result_.threads += l->threads;
+  }
   if (governor.joinable()) {
     {
       std::lock_guard<std::mutex> lock(governor_mu_);
@@ -850,7 +896,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
   }
   Status closed = writer_->Close();
   if (!closed.ok() && result_.error.empty()) result_.error = closed.message();
-  if (write_failed_ && result_.error.empty())
+  bool write_failed = false;
+  for (const auto& l : lanes_) write_failed |= l->write_failed;
+  if (write_failed && result_.error.empty())
     result_.error = "the trace could not be written (disk full or I/O error)";
   trace::WriterStats st = writer_->stats();
   // After a failed write, what the file holds, as the writer counts it. Not the smaller of that

@@ -42,6 +42,10 @@ constexpr int16_t kVSubBase = 432, kVMsg = 448;
 constexpr int16_t kVStaged = kStagedBytesOffset, kVStagedCalls = kStagedCallsOffset,
                   kVStagedFrags = kStagedFragsOffset;
 constexpr int16_t kStage = kStageOffset;
+// The ring this CPU writes to: its current thread's (see ProbeOptions::rings). Set by every
+// program before it writes, and left for sched_switch, which flushes what that thread staged.
+constexpr int16_t kVRing = kStagedRingOffset;
+static_assert(kScrRegs + 72 <= kVRing && kVRing + 8 <= kVAddr);
 static_assert(kStage + sizeof(WireBatch) + kStageBytes <= kScratchSize);
 // Room a staged short fragment may take (header, data, padding).
 constexpr int32_t kStageFragRoom = sizeof(WireFragHeader) + kStageFragMax + 8;
@@ -97,6 +101,31 @@ struct Gen {
   }
   // fp-8 = 0 (the key of single-value maps).
   void ZeroKey() { e.StoreImm(8, R10, kFpZero, 0); }
+  // R1 = the ring this CPU writes to now (scratch kVRing; R9 = scratch). With one ring, a
+  // constant, as before rings could be several.
+  void LdRing() {
+    if (o.rings <= 1) {
+      e.LdMap(R1, kMapRing);
+      return;
+    }
+    Label done = e.NewLabel();
+    e.Load(4, R1, R9, kVRing);
+    for (uint32_t i = 1; i < o.rings; ++i) {
+      Label next = e.NewLabel();
+      e.JmpIfImm(BPF_JNE, R1, static_cast<int32_t>(i), next);
+      e.LdMap(R1, RingSlot(i));
+      e.Jmp(done);
+      e.Bind(next);
+    }
+    e.LdMap(R1, kMapRing);
+    e.Bind(done);
+  }
+  // kVRing = reg % rings (clobbers reg). Nothing with one ring.
+  void SetRing(Reg reg) {
+    if (o.rings <= 1) return;
+    e.AluImm(BPF_MOD, reg, static_cast<int32_t>(o.rings));
+    e.Store(4, R9, kVRing, reg);
+  }
   // R9 = per-CPU scratch; fp-8 must hold 0.
   void Scratch(Label fail) {
     Lookup(kMapScratch, kFpZero);
@@ -167,7 +196,7 @@ struct Gen {
     e.Store(8, R10, kFpOutLen, R3);
     FlushStaged();  // what this CPU staged goes first
     e.Load(8, R3, R10, kFpOutLen);
-    e.LdMap(R1, kMapRing);
+    LdRing();
     e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, off);
     if (flags_in_r8)
@@ -184,7 +213,7 @@ struct Gen {
   void Reserve(int32_t size, int stat, Label fail) {
     Label ok = e.NewLabel();
     FlushStaged();  // what this CPU staged goes first
-    e.LdMap(R1, kMapRing);
+    LdRing();
     e.MovImm(R2, size);
     e.MovImm(R3, 0);
     e.Call(BPF_FUNC_ringbuf_reserve);
@@ -613,7 +642,7 @@ void GenFlushFunc(Gen& g) {
   e.StoreImm(4, R9, kStage + 0, kRecBatch);
   e.Store(4, R9, kStage + 4, R3);
   e.AluImm(BPF_ADD, R3, sizeof(WireBatch));
-  e.LdMap(R1, kMapRing);
+  g.LdRing();
   e.Mov(R2, R9);
   e.AluImm(BPF_ADD, R2, kStage);
   e.Mov(R4, R6);
@@ -1130,6 +1159,42 @@ void GenCallBody(Gen& g, CallOut how = CallOut::kSubmit) {
   e.Call(BPF_FUNC_ringbuf_submit);
 }
 
+// kVRing for a syscall probe (R7 = task, R9 = scratch, tid at kScrFrag + 4): the thread's ring,
+// or for an exec its process's, the ring its return (with the leader's id) goes to. What the
+// thread staged before the exec goes to its own ring first. Clobbers R0-R5.
+void GenEnterRing(Gen& g) {
+  if (g.o.rings <= 1) return;
+  Emitter& e = g.e;
+  Label exec = e.NewLabel(), done = e.NewLabel();
+  e.Load(4, R2, R10, kFpNr);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execve, exec);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execveat, exec);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  g.SetRing(R1);
+  e.Jmp(done);
+  e.Bind(exec);
+  g.FlushStaged();
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_tgid));
+  g.SetRing(R1);
+  e.Bind(done);
+}
+
+// The same at exit, where the number is the saved orig_ax (after CopyRegs): a failed exec of a
+// thread that is not the leader returns under its own id, to its process's ring.
+void GenExitRing(Gen& g) {
+  if (g.o.rings <= 1) return;
+  Emitter& e = g.e;
+  Label exec = e.NewLabel(), done = e.NewLabel();
+  e.Load(8, R2, R9, kScrRegs + kOrigAxInCopy);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.JmpIfImm(BPF_JEQ, R2, sysno::execve, exec);
+  e.JmpIfImm(BPF_JNE, R2, sysno::execveat, done);
+  e.Bind(exec);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_tgid));
+  e.Bind(done);
+  g.SetRing(R1);
+}
+
 void GenSysEnter(Gen& g) {
   Emitter& e = g.e;
   Label two = e.NewLabel(), buffers = e.NewLabel();
@@ -1140,6 +1205,7 @@ void GenSysEnter(Gen& g) {
   g.Scratch(g.exit_label);
   e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
   e.Store(4, R9, kScrFrag + 4, R1);
+  GenEnterRing(g);
   e.Load(4, R2, R10, kFpNr);
   e.JmpIfImm(BPF_JEQ, R2, sysno::execve, two);
   e.JmpIfImm(BPF_JEQ, R2, sysno::execveat, two);
@@ -1198,6 +1264,7 @@ void GenSysExit(Gen& g) {
   e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_pid));
   e.Store(4, R9, kScrFrag + 4, R1);
   g.CopyRegs();
+  GenExitRing(g);
   e.Comment("the thread's slot: a call its enter probe left there");
   GenSlot(g);
   e.Load(4, R1, R0, 0);
@@ -1255,11 +1322,15 @@ void GenSysExit(Gen& g) {
   e.AluImm(BPF_AND, R1, kWakeCheckEvery - 1);
   e.JmpIfImm(BPF_JNE, R1, 0, quiet);
   e.StoreImm(8, R10, kFpTmp, 0);
+  if (g.o.rings > 1) {
+    e.Load(4, R1, R9, kVRing);
+    e.Store(4, R10, kFpTmp, R1);
+  }
   g.Lookup(kMapWake, kFpTmp);
   e.JmpIfImm(BPF_JEQ, R0, 0, quiet);
   e.Load(8, R1, R0, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
-  e.LdMap(R1, kMapRing);
+  g.LdRing();
   e.MovImm(R2, BPF_RB_AVAIL_DATA);
   e.Call(BPF_FUNC_ringbuf_query);
   e.LdImm64(R1, g.o.wake_bytes);
@@ -1350,6 +1421,8 @@ void GenFork(Gen& g) {
   e.Jmp(g.exit_label);
   e.Bind(go);
   g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
   GenProcHeader(g, kRecFork);
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 12, R1);
@@ -1407,6 +1480,8 @@ void GenExec(Gen& g) {
   GenChangeState(g, BPF_OR, kActive);
   e.Bind(go);
   g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
   GenProcHeader(g, kRecExec);
   e.Comment("raw sched_process_exec(task, old_pid, bprm)");
   e.Load(8, R1, R6, 8);
@@ -1436,6 +1511,8 @@ void GenExit(Gen& g) {
   GenLoadState(g);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
   g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
   e.Call(BPF_FUNC_get_current_task_btf);
   e.Mov(R7, R0);
   {

@@ -22,12 +22,19 @@ enum MapSlot : int {
   kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
   kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
   kMapSlots = 6,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
-  // ARRAY (mmapable), one u64: non-zero while the consumer sleeps. A forced ring wakeup is an
-  // interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor): it is sent only
-  // to a consumer that is asleep.
+  // ARRAY (mmapable), one u64 per ring: non-zero while that ring's consumer sleeps. A forced
+  // ring wakeup is an interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor):
+  // it is sent only to a consumer that is asleep.
   kMapWake = 7,
-  kMapCount = 8,
+  // RINGBUFs 1 .. rings-1 (ring 0 is kMapRing); see ProbeOptions::rings.
+  kMapMoreRings = 8,
+  kMapCount = 15,
 };
+inline constexpr uint32_t kMaxRings = kMapCount - kMapMoreRings + 1;
+// The map slot of ring i.
+inline int RingSlot(uint32_t i) {
+  return i == 0 ? kMapRing : kMapMoreRings + static_cast<int>(i) - 1;
+}
 
 // Per-CPU counters in kMapStats.
 enum StatSlot : int { kStatLostRecords = 0, kStatLostFragments = 1, kStatCount = 2 };
@@ -174,7 +181,14 @@ struct ProbeOptions {
   // BTF-typed raw tracepoints: they read the user registers through their pt_regs argument
   // with plain loads, where an untyped one needs a bpf_task_pt_regs call per syscall.
   int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
+  // Rings, each read by a consumer thread of its own (at most kMaxRings). A
+  // thread's records all go to ring tid % rings, so that one consumer sees them in order; the
+  // execs (enter and return records, and what they capture) go to ring tgid % rings, because a
+  // thread that execs returns with the leader's id. Staged records go where their thread's go.
+  uint32_t rings = 1;
 };
+// Where the scratch value keeps the ring its CPU's staged records go to (u32).
+inline constexpr int kStagedRingOffset = 280;
 
 struct ProbeSet {
   bpf::ProgramSpec sys_enter, sys_exit;  // raw tracepoints

@@ -254,7 +254,7 @@ TEST(ForeignFileTest, NewerMajorVersionIsRefused) {
   auto r = Reader::Open(path);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kUnsupported);
-  EXPECT_NE(r.status().message().find("trace format version 2.2 is not one this fay reads"),
+  EXPECT_NE(r.status().message().find("trace format version 2.3 is not one this fay reads"),
             std::string::npos);
 }
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <map>
 
 #include <chrono>
@@ -54,7 +56,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 2);  // minor 2: syscall records may end with their CPU
+  EXPECT_EQ(r->version_minor(), 3);  // minor 3: events chunks belong to streams
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
@@ -207,6 +209,7 @@ TEST(RoundTripTest, LanesEncodeAtOnceAndKeepEachThreadInOrder) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::map<int32_t, std::vector<std::string>> got;
   size_t with_buffer = 0;
+  std::vector<std::pair<uint64_t, size_t>> order;  // (return time, lane) as read
   Status st = r->ForEach([&](const SyscallEvent& ev) {
     SyscallEvent plain = ev;
     if (!ev.buffers.empty() && ev.buffers.back().bytes == shared) {
@@ -214,6 +217,7 @@ TEST(RoundTripTest, LanesEncodeAtOnceAndKeepEachThreadInOrder) {
       plain.buffers.pop_back();
     }
     got[ev.tid].push_back("S " + Describe(plain));
+    order.emplace_back(std::max(ev.entry_ns, ev.exit_ns), static_cast<size_t>(ev.tid & 1));
   });
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(with_buffer, (s.syscalls.size() + 499) / 500);
@@ -223,6 +227,34 @@ TEST(RoundTripTest, LanesEncodeAtOnceAndKeepEachThreadInOrder) {
     ASSERT_EQ(g.size(), lines.size()) << "tid " << tid;
     for (size_t i = 0; i < g.size(); ++i) ASSERT_EQ(g[i], lines[i]) << "tid " << tid << " #" << i;
   }
+  // Read in the streams merged by time: each lane's calls in their order, the lanes interleaved
+  // at the earlier head, not chunk after chunk.
+  std::vector<std::vector<uint64_t>> lane_times(2);
+  for (const SyscallEvent& ev : s.syscalls)
+    lane_times[ev.tid & 1].push_back(std::max(ev.entry_ns, ev.exit_ns));
+  std::vector<std::pair<uint64_t, size_t>> want_order;
+  size_t a = 0, b = 0;
+  while (a < lane_times[0].size() || b < lane_times[1].size()) {
+    bool first = b == lane_times[1].size() ||
+                 (a < lane_times[0].size() && lane_times[0][a] <= lane_times[1][b]);
+    want_order.emplace_back(first ? lane_times[0][a++] : lane_times[1][b++], first ? 0 : 1);
+  }
+  EXPECT_EQ(order, want_order);
+
+  // Without its footer (cut after the last data chunk) the streams come from the chunk headers.
+  const ChunkRef& last = r->chunks().back();
+  ASSERT_EQ(::truncate(path.c_str(),
+                       static_cast<off_t>(last.offset + kChunkHeaderSize + last.stored_length)),
+            0);
+  auto cut = Reader::Open(path);
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_FALSE(cut->has_footer());
+  std::vector<std::pair<uint64_t, size_t>> cut_order;
+  st = cut->ForEach([&](const SyscallEvent& ev) {
+    cut_order.emplace_back(std::max(ev.entry_ns, ev.exit_ns), static_cast<size_t>(ev.tid & 1));
+  });
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(cut_order, want_order);
 }
 
 TEST(RoundTripTest, MoreThanOneLaneNeedsEncodingOnTheCaller) {
