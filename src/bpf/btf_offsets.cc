@@ -36,7 +36,8 @@ bool ReadCache(TaskOffsets* out) {
   TaskOffsets o;
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
         o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >>
-        o.cpu >> o.task_struct_btf_id >> o.rdonly_cast_btf_id) ||
+        o.cpu >> o.task_struct_btf_id >> o.rdonly_cast_btf_id >> o.pending_signal >> o.signal >>
+        o.signal_flags >> o.group_exit_code >> o.group_exec_task) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -53,7 +54,9 @@ void WriteCache(const TaskOffsets& o) {
       << o.comm << " " << o.pid << " " << o.tgid << " " << o.real_parent << " " << o.exit_code
       << " " << o.binprm_filename << " " << o.exit_has_group_dead << " " << o.cred << " "
       << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu << " "
-      << o.task_struct_btf_id << " " << o.rdonly_cast_btf_id << "\n";
+      << o.task_struct_btf_id << " " << o.rdonly_cast_btf_id << " " << o.pending_signal << " "
+      << o.signal << " " << o.signal_flags << " " << o.group_exit_code << " " << o.group_exec_task
+      << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -112,6 +115,15 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
     int cpu = MemberOffset(vmlinux, "thread_info", "cpu");
     if (ti >= 0 && cpu >= 0) out.cpu = ti + cpu;
   }
+  {
+    int pending = MemberOffset(vmlinux, "task_struct", "pending");
+    int signal = MemberOffset(vmlinux, "sigpending", "signal");
+    if (pending >= 0 && signal >= 0) out.pending_signal = pending + signal;
+  }
+  out.signal = MemberOffset(vmlinux, "task_struct", "signal");
+  out.signal_flags = MemberOffset(vmlinux, "signal_struct", "flags");
+  out.group_exit_code = MemberOffset(vmlinux, "signal_struct", "group_exit_code");
+  out.group_exec_task = MemberOffset(vmlinux, "signal_struct", "group_exec_task");
   btf__free(vmlinux);
   if (out.comm < 0 || out.pid < 0 || out.tgid < 0 || out.real_parent < 0 || out.exit_code < 0)
     return Error(Code::kNotFound,

@@ -25,6 +25,12 @@ struct TaskOffsets {
   // walk task pointers through an untrusted cast: the verifier then skips its per-load search
   // for "trusted" annotations, a linear scan of the kernel's BTF that was a third of start-up.
   int task_struct_btf_id = 0, rdonly_cast_btf_id = 0;
+  // task_struct.pending.signal.sig[0]: the signals sent to the thread alone (a pending SIGKILL
+  // means it dies before it returns to user space); -1 when unknown.
+  int pending_signal = -1;
+  // task_struct.signal, and signal_struct's flags, group_exit_code and group_exec_task (5.16+):
+  // why the thread is dying. -1 when unknown.
+  int signal = -1, signal_flags = -1, group_exit_code = -1, group_exec_task = -1;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

@@ -113,7 +113,7 @@ WORKLOADS = {
     # An exec from a thread that is not the leader: it returns with the leader's id, and the
     # leader, blocked in pthread_join, never returns from its futex wait.
     "thread_exec": Workload(["thread_exec", "5", "7"],
-                            counts={"getppid": 12, "clone3": 1, "execve": 3}),
+                            counts={"getppid": 12, "clone3": 1, "execve": 2}),
     "w3_smallfiles": Workload(
         w3_argv, stdout=f"files {W3_FILES} written {4096 * W3_FILES} read {4096 * W3_FILES} "
         f"fsyncs {W3_FILES // 100} bad 0\n",

@@ -338,6 +338,11 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   o->exit_has_group_dead = off->exit_has_group_dead != 0;
   o->sys_enter_btf_id = off->sys_enter_btf_id;
   o->sys_exit_btf_id = off->sys_exit_btf_id;
+  o->task_pending_signal = off->pending_signal;
+  o->task_signal = off->signal;
+  o->signal_flags = off->signal_flags;
+  o->group_exit_code = off->group_exit_code;
+  o->group_exec_task = off->group_exec_task;
   return Status::Ok();
 }
 
@@ -633,10 +638,13 @@ void EbpfRecorder::Deliver(Lane& l) {
   if (pr.empty()) {
     handed = writer_->AppendSyscalls(&sc, l.index);
   } else {
-    // Process events first within a group would reorder them against calls; merge by time.
+    // Process events first within a group would reorder them against calls; merge by time: a
+    // call's place is where it returned, as in the ptrace backend's trace and the reader's merge
+    // (a thread that ends while another's exec waits for it ends before that exec returns).
     size_t i = 0, j = 0;
     while (i < sc.size() || j < pr.size()) {
-      bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].entry_ns);
+      bool take_proc = j < pr.size() &&
+                       (i == sc.size() || pr[j].time_ns <= std::max(sc[i].entry_ns, sc[i].exit_ns));
       if (take_proc)
         l.batch.emplace_back(std::move(pr[j++]));
       else

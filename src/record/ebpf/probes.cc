@@ -1,6 +1,7 @@
 #include "record/ebpf/probes.h"
 
 #include <linux/bpf.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -45,7 +46,9 @@ constexpr int16_t kStage = kStageOffset;
 // The ring this CPU writes to: its current thread's (see ProbeOptions::rings). Set by every
 // program before it writes, and left for sched_switch, which flushes what that thread staged.
 constexpr int16_t kVRing = kStagedRingOffset;
-static_assert(kScrRegs + 72 <= kVRing && kVRing + 8 <= kVAddr);
+// The exit probe's call flags: kEventNoExit when the thread has a SIGKILL pending (see GenSysExit).
+constexpr int16_t kVCallFlags = kVRing + 4;
+static_assert(kScrRegs + 72 <= kVRing && kVCallFlags + 4 <= kVAddr);
 static_assert(kStage + sizeof(WireBatch) + kStageBytes <= kScratchSize);
 // Room a staged short fragment may take (header, data, padding).
 constexpr int32_t kStageFragRoom = sizeof(WireFragHeader) + kStageFragMax + 8;
@@ -1195,6 +1198,47 @@ void GenExitRing(Gen& g) {
   g.SetRing(R1);
 }
 
+// kVCallFlags = kEventNoExit when the thread dies before the value it returns with reaches it:
+// it has SIGKILL pending, from another thread's exec or exit_group, or a kill -9. ptrace and
+// strace see such a call end without returning ("= ?"). Not when the SIGKILL stands for another
+// fatal signal: the kernel makes that one a SIGKILL only for a process nobody ptraces, and under
+// ptrace the call returns before the signal kills (kill(getpid(), SIGTERM) = 0). R9 = scratch.
+void GenKilled(Gen& g) {
+  const ProbeOptions& o = g.o;
+  if (o.task_pending_signal < 0) return;
+  Emitter& e = g.e;
+  Label done = e.NewLabel(), killed = e.NewLabel();
+  e.StoreImm(4, R9, kVCallFlags, 0);
+  e.Load(8, R1, R10, kFpTask);
+  e.Load(8, R2, R1, static_cast<int16_t>(o.task_pending_signal));
+  e.AluImm(BPF_RSH, R2, SIGKILL - 1);
+  e.AluImm(BPF_AND, R2, 1);
+  e.JmpIfImm(BPF_JEQ, R2, 0, done);
+  if (o.task_signal >= 0 && o.signal_flags >= 0 && o.group_exit_code >= 0 &&
+      o.task_struct_btf_id > 0 && o.rdonly_cast_btf_id > 0) {
+    e.MovImm(R2, o.task_struct_btf_id);
+    e.CallKfunc(o.rdonly_cast_btf_id);
+    e.Load(8, R1, R0, static_cast<int16_t>(o.task_signal));
+    if (o.group_exec_task >= 0) {
+      e.Load(8, R2, R1, static_cast<int16_t>(o.group_exec_task));
+      e.JmpIfImm(BPF_JNE, R2, 0, killed);
+    }
+    constexpr int32_t kSignalGroupExit = 0x4;  // SIGNAL_GROUP_EXIT, include/linux/sched/signal.h
+    e.Load(4, R2, R1, static_cast<int16_t>(o.signal_flags));
+    e.AluImm(BPF_AND, R2, kSignalGroupExit);
+    e.JmpIfImm(BPF_JEQ, R2, 0, done);
+    e.Comment("exit_group's code has no signal; a signal's group exit keeps its number");
+    e.Load(4, R2, R1, static_cast<int16_t>(o.group_exit_code));
+    e.AluImm(BPF_AND, R2, 0x7f);
+    e.JmpIfImm(BPF_JEQ, R2, 0, killed);
+    e.JmpIfImm(BPF_JNE, R2, SIGKILL, done);
+  }
+  e.Bind(killed);
+  static_assert(kEventNoExit == 1);
+  e.StoreImm(4, R9, kVCallFlags, kEventNoExit);
+  e.Bind(done);
+}
+
 void GenSysEnter(Gen& g) {
   Emitter& e = g.e;
   Label two = e.NewLabel(), buffers = e.NewLabel();
@@ -1293,6 +1337,7 @@ void GenSysExit(Gen& g) {
   GenSpec(g);
   e.Load(8, R1, R6, 8);
   e.Store(8, R9, kVRet, R1);
+  GenKilled(g);
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R9, kScrEntry + 0, R0);
   g.ArgsToEntry();
@@ -1353,6 +1398,10 @@ void GenSysExit(Gen& g) {
     e.Alu(BPF_ADD, R6, R1);
     e.Load(8, R7, R10, kFpTask);
     GenIdentity(g, kRecCall, 0);
+    if (g.o.task_pending_signal >= 0) {
+      e.Load(4, R1, R9, kVCallFlags);
+      e.Store(2, R6, 4, R1);
+    }
     GenCallBody(g, CallOut::kStageOnly);
     e.Load(4, R1, R9, kVStaged);
     e.AluImm(BPF_ADD, R1, sizeof(WireCall));

@@ -181,6 +181,13 @@ struct ProbeOptions {
   // BTF-typed raw tracepoints: they read the user registers through their pt_regs argument
   // with plain loads, where an untyped one needs a bpf_task_pt_regs call per syscall.
   int sys_enter_btf_id = 0, sys_exit_btf_id = 0;
+  // task_struct.pending.signal.sig[0]; -1: unknown (a call cut short by SIGKILL is then
+  // recorded with the value it returned into the kernel's exit path).
+  int task_pending_signal = -1;
+  // task_struct.signal, signal_struct.flags, .group_exit_code and .group_exec_task: whether that
+  // SIGKILL is one ptrace would also see the call end with (exec, exit_group, kill -9), or a
+  // fatal signal the kernel turned into SIGKILL only because nobody traces the process.
+  int task_signal = -1, signal_flags = -1, group_exit_code = -1, group_exec_task = -1;
   // Rings, each read by a consumer thread of its own (at most kMaxRings). A
   // thread's records all go to ring tid % rings, so that one consumer sees them in order; the
   // execs (enter and return records, and what they capture) go to ring tgid % rings, because a

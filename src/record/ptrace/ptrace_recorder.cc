@@ -359,7 +359,24 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
       unsigned long former = 0;
       ptrace(PTRACE_GETEVENTMSG, tid, 0, &former);
       if (static_cast<pid_t>(former) != tid) {
-        // A non-leader thread exec'd: it now has the leader's id, and its pending execve with it.
+        // A non-leader thread exec'd: the kernel ended the leader without a stop (its pending
+        // call never returns, its exit status is 0, as the eBPF backend sees them), and the
+        // thread now has the leader's id, and its pending execve with it.
+        if (t.in_syscall && t.record) {
+          SyscallEvent ev = std::move(t.pending);
+          ev.flags |= kEventNoExit;
+          Emit(std::move(ev));
+        }
+        t.in_syscall = false;
+        if (started_) {
+          ProcessEvent gone;
+          gone.kind = ProcessEventKind::kExit;
+          gone.time_ns = now;
+          gone.pid = t.info.tgid ? t.info.tgid : tid;
+          gone.tid = tid;
+          gone.exit_status = 0;
+          writer_->Append(std::move(gone));
+        }
         auto it = tasks_.find(static_cast<pid_t>(former));
         if (it != tasks_.end()) {
           t.in_syscall = it->second.in_syscall;
