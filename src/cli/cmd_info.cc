@@ -134,6 +134,16 @@ void Print(const trace::Reader& r, const Summary& s) {
       fmt::format("{} ({} raw / {} stored in {} chunks)", Ratio(st.bytes_raw, st.bytes_stored),
                   st.bytes_raw, st.bytes_stored, st.chunks));
   row("file size", Bytes(st.file_bytes));
+  {
+    // Several streams: written by several consumer threads (record --consumers), read merged.
+    std::set<uint16_t> streams;
+    for (const trace::ChunkRef& c : r.chunks())
+      if (c.type == trace::ChunkType::kEvents) streams.insert(c.stream);
+    if (streams.size() > 1)
+      row("streams", fmt::format("{} (one per consumer thread; each thread's events in one, "
+                                 "read merged by time)",
+                                 streams.size()));
+  }
   std::string per_cpu;
   for (const auto& [cpu, n] : st.lost_by_cpu)
     if (cpu >= 0) per_cpu += fmt::format("{}cpu{}: {}", per_cpu.empty() ? " (" : ", ", cpu, n);
