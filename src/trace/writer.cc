@@ -448,6 +448,8 @@ Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw
   h.count = count;
   h.payload_crc = Crc32c(payload->data(), payload->size());
   std::lock_guard lk(file_mu_);
+  // Another lane's write failed and the file was cut back: nothing more may follow.
+  if (failing()) return Error(Code::kIo, "writing " + path_ + ": recording stopped");
   h.seq = next_seq_;
   uint8_t hdr[kChunkHeaderSize];
   EncodeChunkHeader(h, hdr);
@@ -531,7 +533,7 @@ Status Writer::Close() {
   not_full_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (opts_.encode_on_caller) {
-    if (!failing()) Finish();
+    Finish();  // when failing, only counts what the lanes still hold as dropped
     for (size_t i = 0; i < lanes_.size(); ++i) Publish(i);
   }
   if (failed()) {

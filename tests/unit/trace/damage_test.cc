@@ -2,10 +2,12 @@
 // and everything before the damage is still delivered.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -381,6 +383,69 @@ TEST(WriteFailureTest, DiskFillingMidRecordingStopsCleanly) {
   EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin()));
   // Every event is either in the file or counted as dropped: none vanish silently.
   EXPECT_EQ(std::stoull(Slurp(path + ".dropped")), want.size() - got.size());
+}
+
+// The same with two lanes writing at once: whichever fails first, the other stops too, the file
+// ends on a chunk boundary, and every event is in the file or counted as dropped.
+TEST(WriteFailureTest, DiskFillingUnderTwoLanesStopsBoth) {
+  ScratchDir dir;
+  std::string path = dir.File("full2.fay");
+  Stream s = MakeStream(20000, 5);
+  constexpr rlim_t kLimit = 96 << 10;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{kLimit, kLimit};
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(10);
+    WriterOptions opts;
+    opts.chunk_bytes = 4096;
+    opts.blob_chunk_bytes = 8192;
+    opts.encode_on_caller = true;
+    opts.lanes = 2;
+    auto w = Writer::Create(path, SampleInfo(), opts);
+    if (!w.ok()) ::_exit(11);
+    auto feed = [&](size_t lane) {
+      std::vector<SyscallEvent> group;
+      for (const SyscallEvent& ev : s.syscalls) {
+        if (static_cast<size_t>(ev.tid & 1) != lane) continue;
+        group.push_back(ev);
+        if (group.size() == 32) (*w)->AppendSyscalls(&group, lane);
+      }
+      (*w)->AppendSyscalls(&group, lane);
+    };
+    std::thread other(feed, 1);
+    feed(0);
+    other.join();
+    Status st = (*w)->Close();
+    if (st.ok()) ::_exit(12);
+    if (!(*w)->failed()) ::_exit(14);
+    if ((*w)->stats().file_bytes > kLimit) ::_exit(16);
+    FILE* f = ::fopen((path + ".dropped").c_str(), "w");
+    if (!f) ::_exit(17);
+    ::fprintf(f, "%llu %llu", static_cast<unsigned long long>((*w)->stats().dropped_events),
+              static_cast<unsigned long long>((*w)->stats().syscall_events));
+    ::fclose(f);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->TruncationMessage().find("(0 bytes of an incomplete chunk follow it)"),
+            std::string::npos)
+      << r->TruncationMessage();
+  uint64_t in_file = 0;
+  Status st = r->ForEach([&](const SyscallEvent&) { ++in_file; });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_GT(in_file, 100u);
+  unsigned long long dropped = 0, written = 0;
+  ASSERT_EQ(std::sscanf(Slurp(path + ".dropped").c_str(), "%llu %llu", &dropped, &written), 2);
+  EXPECT_EQ(written, in_file);
+  EXPECT_EQ(dropped + in_file, s.syscalls.size());
 }
 
 }  // namespace
