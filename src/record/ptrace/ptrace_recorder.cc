@@ -64,6 +64,16 @@ struct Task {
   SyscallEvent pending;
 };
 
+// An exec or exit event of task tid.
+ProcessEvent TaskEvent(ProcessEventKind kind, const Task& t, pid_t tid, uint64_t now) {
+  ProcessEvent pe;
+  pe.kind = kind;
+  pe.time_ns = now;
+  pe.pid = t.info.tgid ? t.info.tgid : tid;
+  pe.tid = tid;
+  return pe;
+}
+
 class PtraceRecorder {
  public:
   explicit PtraceRecorder(const RecordOptions& options) : opt_(options) {}
@@ -81,6 +91,8 @@ class PtraceRecorder {
   void OnSyscallStop(pid_t tid, Task& t);
   void OnEventStop(pid_t tid, Task& t, int event, int status);
   void OnGone(pid_t tid, int status);
+  // A task's end: its call in progress never returns ("= ?"), and its exit event.
+  void EndTask(pid_t tid, Task& t, int status, uint64_t now);
   void Resume(pid_t tid, int sig = 0);
   void BeginDetach();
   Task& TaskFor(pid_t tid);
@@ -362,21 +374,8 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
         // A non-leader thread exec'd: the kernel ended the leader without a stop (its pending
         // call never returns, its exit status is 0, as the eBPF backend sees them), and the
         // thread now has the leader's id, and its pending execve with it.
-        if (t.in_syscall && t.record) {
-          SyscallEvent ev = std::move(t.pending);
-          ev.flags |= kEventNoExit;
-          Emit(std::move(ev));
-        }
+        EndTask(tid, t, 0, now);
         t.in_syscall = false;
-        if (started_) {
-          ProcessEvent gone;
-          gone.kind = ProcessEventKind::kExit;
-          gone.time_ns = now;
-          gone.pid = t.info.tgid ? t.info.tgid : tid;
-          gone.tid = tid;
-          gone.exit_status = 0;
-          writer_->Append(std::move(gone));
-        }
         auto it = tasks_.find(static_cast<pid_t>(former));
         if (it != tasks_.end()) {
           t.in_syscall = it->second.in_syscall;
@@ -388,11 +387,7 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
       }
       ReadTaskComm(tid, &t.info.comm);
       if (started_) {
-        ProcessEvent pe;
-        pe.kind = ProcessEventKind::kExec;
-        pe.time_ns = now;
-        pe.pid = t.info.tgid ? t.info.tgid : tid;
-        pe.tid = tid;
+        ProcessEvent pe = TaskEvent(ProcessEventKind::kExec, t, tid, now);
         pe.path = ReadProcLink(tid, "exe");
         writer_->Append(std::move(pe));
       }
@@ -423,25 +418,24 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
   }
 }
 
+void PtraceRecorder::EndTask(pid_t tid, Task& t, int status, uint64_t now) {
+  if (t.in_syscall && t.record) {
+    // exit, exit_group, or killed inside a call: strace prints "= ?".
+    SyscallEvent ev = std::move(t.pending);
+    ev.flags |= kEventNoExit;
+    Emit(std::move(ev));
+  }
+  if (started_) {
+    ProcessEvent pe = TaskEvent(ProcessEventKind::kExit, t, tid, now);
+    pe.exit_status = status;
+    writer_->Append(std::move(pe));
+  }
+}
+
 void PtraceRecorder::OnGone(pid_t tid, int status) {
   auto it = tasks_.find(tid);
   if (it != tasks_.end()) {
-    Task& t = it->second;
-    if (t.in_syscall && t.record) {
-      // exit, exit_group, or killed inside a call: strace prints "= ?".
-      SyscallEvent ev = std::move(t.pending);
-      ev.flags |= kEventNoExit;
-      Emit(std::move(ev));
-    }
-    if (started_) {
-      ProcessEvent pe;
-      pe.kind = ProcessEventKind::kExit;
-      pe.time_ns = Now(CLOCK_MONOTONIC);
-      pe.pid = t.info.tgid ? t.info.tgid : tid;
-      pe.tid = tid;
-      pe.exit_status = status;
-      writer_->Append(std::move(pe));
-    }
+    EndTask(tid, it->second, status, Now(CLOCK_MONOTONIC));
     tasks_.erase(it);
   }
   if (tid == root_) {

@@ -11,6 +11,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "trace/crc32c.h"
 #include "trace/event_codec.h"
@@ -322,25 +324,37 @@ TEST(WriteFailureTest, FullDeviceFailsAtCreate) {
   EXPECT_EQ(w.status().message(), "writing /dev/full: No space left on device");
 }
 
-// The disk fills mid-recording (a file-size limit stands in for a full disk: write(2) fails
-// the same way, with EFBIG instead of ENOSPC). Runs in a child so the limit stays there.
+// Runs body in a child whose files cannot grow past `limit` bytes (a file-size limit stands in
+// for a full disk: write(2) fails the same way, with EFBIG instead of ENOSPC), so the limit stays
+// there; a hang fails the test instead of stalling it. body's result is the child's exit status.
+void InChildWithFileLimit(rlim_t limit, const std::function<int()>& body) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(30);
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{limit, limit};
+    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(10);
+    ::_exit(body());
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The disk fills mid-recording.
 TEST(WriteFailureTest, DiskFillingMidRecordingStopsCleanly) {
   ScratchDir dir;
   std::string path = dir.File("full.fay");
   Stream s = MakeStream(20000, 3);
   constexpr rlim_t kLimit = 96 << 10;
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::alarm(30);  // a hang fails the test instead of stalling it
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{kLimit, kLimit};
-    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(10);
+  ASSERT_NO_FATAL_FAILURE(InChildWithFileLimit(kLimit, [&] {
     WriterOptions opts;
     opts.chunk_bytes = 4096;
     opts.blob_chunk_bytes = 8192;
     auto w = Writer::Create(path, SampleInfo(), opts);
-    if (!w.ok()) ::_exit(11);
+    if (!w.ok()) return 11;
     for (auto [proc, i] : s.order) {
       if (proc)
         (*w)->Append(s.processes[i]);
@@ -348,24 +362,20 @@ TEST(WriteFailureTest, DiskFillingMidRecordingStopsCleanly) {
         (*w)->Append(s.syscalls[i]);
     }
     Status st = (*w)->Close();
-    if (st.ok()) ::_exit(12);
+    if (st.ok()) return 12;
     if (st.message().find("writing " + path +
                           ": File too large; recording stopped, the trace is "
                           "readable up to offset") != 0)
-      ::_exit(13);
-    if (!(*w)->failed()) ::_exit(14);
-    if ((*w)->stats().file_bytes > kLimit) ::_exit(16);
+      return 13;
+    if (!(*w)->failed()) return 14;
+    if ((*w)->stats().file_bytes > kLimit) return 16;
     // Tell the parent how many events never reached the file.
     FILE* f = ::fopen((path + ".dropped").c_str(), "w");
-    if (!f) ::_exit(17);
+    if (!f) return 17;
     ::fprintf(f, "%llu", static_cast<unsigned long long>((*w)->stats().dropped_events));
     ::fclose(f);
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+    return 0;
+  }));
 
   auto r = Reader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -392,20 +402,14 @@ TEST(WriteFailureTest, DiskFillingUnderTwoLanesStopsBoth) {
   std::string path = dir.File("full2.fay");
   Stream s = MakeStream(20000, 5);
   constexpr rlim_t kLimit = 96 << 10;
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::alarm(30);
-    ::signal(SIGXFSZ, SIG_IGN);
-    rlimit lim{kLimit, kLimit};
-    if (::setrlimit(RLIMIT_FSIZE, &lim) != 0) ::_exit(10);
+  ASSERT_NO_FATAL_FAILURE(InChildWithFileLimit(kLimit, [&] {
     WriterOptions opts;
     opts.chunk_bytes = 4096;
     opts.blob_chunk_bytes = 8192;
     opts.encode_on_caller = true;
     opts.lanes = 2;
     auto w = Writer::Create(path, SampleInfo(), opts);
-    if (!w.ok()) ::_exit(11);
+    if (!w.ok()) return 11;
     auto feed = [&](size_t lane) {
       std::vector<SyscallEvent> group;
       for (const SyscallEvent& ev : s.syscalls) {
@@ -419,20 +423,16 @@ TEST(WriteFailureTest, DiskFillingUnderTwoLanesStopsBoth) {
     feed(0);
     other.join();
     Status st = (*w)->Close();
-    if (st.ok()) ::_exit(12);
-    if (!(*w)->failed()) ::_exit(14);
-    if ((*w)->stats().file_bytes > kLimit) ::_exit(16);
+    if (st.ok()) return 12;
+    if (!(*w)->failed()) return 14;
+    if ((*w)->stats().file_bytes > kLimit) return 16;
     FILE* f = ::fopen((path + ".dropped").c_str(), "w");
-    if (!f) ::_exit(17);
+    if (!f) return 17;
     ::fprintf(f, "%llu %llu", static_cast<unsigned long long>((*w)->stats().dropped_events),
               static_cast<unsigned long long>((*w)->stats().syscall_events));
     ::fclose(f);
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+    return 0;
+  }));
   auto r = Reader::Open(path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NE(r->TruncationMessage().find("(0 bytes of an incomplete chunk follow it)"),
