@@ -188,10 +188,10 @@ struct ProbeOptions {
   // SIGKILL is one ptrace would also see the call end with (exec, exit_group, kill -9), or a
   // fatal signal the kernel turned into SIGKILL only because nobody traces the process.
   int task_signal = -1, signal_flags = -1, group_exit_code = -1, group_exec_task = -1;
-  // Rings, each read by a consumer thread of its own (at most kMaxRings). A
-  // thread's records all go to ring tid % rings, so that one consumer sees them in order; the
-  // execs (enter and return records, and what they capture) go to ring tgid % rings, because a
-  // thread that execs returns with the leader's id. Staged records go where their thread's go.
+  // Rings, each read by a consumer thread of its own (at most kMaxRings). A thread's records
+  // all go to ring tid % rings, so that one consumer sees them in order; the execs (enter and
+  // return records, and what they capture) go to ring tgid % rings, because a thread that execs
+  // returns with the leader's id. Staged records go where their thread's go.
   uint32_t rings = 1;
 };
 // Where the scratch value keeps the ring its CPU's staged records go to (u32).
