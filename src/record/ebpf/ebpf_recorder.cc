@@ -347,6 +347,9 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
 }
 
 constexpr uint64_t kDefaultRingBytes = 32ull << 20;
+// How long a consumer sleeps on an empty ring: while records come, and at most while none do.
+constexpr int kConsumerWaitMs = 2;
+constexpr int kConsumerIdleWaitMs = 32;
 
 // One consumer thread per 4 CPUs fay may use, at most kMaxRings: a consumer needs a CPU of its
 // own, and the program the others. On 2 to 7 CPUs, one.
@@ -680,20 +683,26 @@ CpuSets FayCpus() {
 void EbpfRecorder::Consume(Lane& l) {
   auto feed = [this, &l](const void* d, size_t n) { OnRecord(l, d, n); };
   uint64_t* asleep = asleep_.get() + l.index;
+  // The probes wake the consumer only when the ring fills, and only while it says it is asleep;
+  // otherwise it looks every 2 ms while records come, less often (up to every 32 ms) while none
+  // do. Small, frequent drains read the ring while it is still in the cache and leave less to
+  // drain at the end: W3 took 171 ms against 178 with a look every 5 ms (medians of 25
+  // interleaved runs).
+  int wait_ms = kConsumerWaitMs;
   for (;;) {
     bool stopping = consumer_stop_.load(std::memory_order_acquire);
     uint64_t n = l.ring->Drain(feed);
     Deliver(l);
-    if (n == 0) {
-      if (stopping) break;
-      // The probes wake the consumer only when the ring fills, and only while it says it is
-      // asleep; otherwise it looks often enough that a quiet program's events reach the file
-      // within a few milliseconds.
-      __atomic_store_n(asleep, 1, __ATOMIC_RELEASE);
-      l.ring->Wait(5);
-      __atomic_store_n(asleep, 0, __ATOMIC_RELEASE);
-      writer_->Tick(l.index);
+    if (n > 0) {
+      wait_ms = kConsumerWaitMs;
+      continue;
     }
+    if (stopping) break;
+    __atomic_store_n(asleep, 1, __ATOMIC_RELEASE);
+    l.ring->Wait(wait_ms);
+    __atomic_store_n(asleep, 0, __ATOMIC_RELEASE);
+    wait_ms = std::min(2 * wait_ms, kConsumerIdleWaitMs);
+    writer_->Tick(l.index);
   }
 }
 
