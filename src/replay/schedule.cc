@@ -41,7 +41,7 @@ void ScheduleBuilder::Add(SyscallEvent&& ev) {
     last_thread_ = it->second;
   }
   s_.first_ns = std::min(s_.first_ns, ev.entry_ns);
-  s_.last_ns = std::max(s_.last_ns, std::max(ev.entry_ns, ev.exit_ns));
+  s_.last_ns = std::max(s_.last_ns, ev.LastNs());
   s_.threads[last_thread_].calls.push_back(Call{s_.calls++, std::move(ev), {}});
 }
 

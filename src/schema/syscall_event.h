@@ -82,6 +82,10 @@ struct SyscallEvent {
                      // when the backend cannot tell (ptrace)
   std::vector<CapturedBuffer> buffers;
 
+  // The call's last moment: where it returned, or its entry when it never did. A recorder
+  // writes a call when it returns, so this is also its place among the other events.
+  uint64_t LastNs() const { return exit_ns > entry_ns ? exit_ns : entry_ns; }
+
   // Bytes captured in all the buffers, however each is held.
   uint64_t CapturedBytes() const {
     uint64_t n = 0;

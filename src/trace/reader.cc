@@ -33,7 +33,7 @@ bool HasTid(const std::vector<int32_t>& tids, int32_t tid) {
 
 bool ReadFilter::Matches(const SyscallEvent& ev) const {
   if (!tids.empty() && !HasTid(tids, ev.tid)) return false;
-  return Overlaps(ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns), from_ns, to_ns);
+  return Overlaps(ev.entry_ns, ev.LastNs(), from_ns, to_ns);
 }
 
 bool ReadFilter::Matches(const ProcessEvent& ev) const {
@@ -505,8 +505,7 @@ Status Reader::WalkMerged(const ReadFilter& filter, const DecodeSinks& sinks) {
   };
   // A call is written when it returns, so its return is its place in its stream.
   auto when = [](const Item& item) {
-    if (const auto* ev = std::get_if<SyscallEvent>(&item))
-      return std::max(ev->entry_ns, ev->exit_ns);
+    if (const auto* ev = std::get_if<SyscallEvent>(&item)) return ev->LastNs();
     if (const auto* pe = std::get_if<ProcessEvent>(&item)) return pe->time_ns;
     return std::get<LossRecord>(item).time_ns;
   };

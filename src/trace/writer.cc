@@ -264,7 +264,7 @@ void Writer::EncodeSyscall(Lane& l, const SyscallEvent& ev) {
   ++l.stats.syscall_events;
   ++l.pending_syscalls;
   l.stats.bytes_captured += ev.CapturedBytes();
-  IndexRecord(l, ev.entry_ns, std::max(ev.entry_ns, ev.exit_ns));
+  IndexRecord(l, ev.entry_ns, ev.LastNs());
 }
 
 void Writer::Encode(Lane& l, const Item& item) {

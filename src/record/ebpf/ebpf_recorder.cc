@@ -646,8 +646,7 @@ void EbpfRecorder::Deliver(Lane& l) {
     // (a thread that ends while another's exec waits for it ends before that exec returns).
     size_t i = 0, j = 0;
     while (i < sc.size() || j < pr.size()) {
-      bool take_proc = j < pr.size() &&
-                       (i == sc.size() || pr[j].time_ns <= std::max(sc[i].entry_ns, sc[i].exit_ns));
+      bool take_proc = j < pr.size() && (i == sc.size() || pr[j].time_ns <= sc[i].LastNs());
       if (take_proc)
         l.batch.emplace_back(std::move(pr[j++]));
       else
