@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -12,9 +13,20 @@
 static long before;
 static long after;
 static char arg_after[24];
+// Set by the leader just before pthread_join. The exec waits for it, then 50 ms more in user
+// space (clock_gettime is the vDSO's: no syscall), so the leader is always blocked in its futex
+// wait when the exec ends it, and makes the same calls in every run whatever the scheduler does.
+static int joining;
 
 static void* execer(void* unused) {
   (void)unused;
+  while (!__atomic_load_n(&joining, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    __builtin_ia32_pause();
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000000L);
   for (long i = 0; i < before; i++) syscall(SYS_getppid);
   char* const argv[] = {"thread_exec", "after", arg_after, 0};
   syscall(SYS_execve, "/proc/self/exe", argv, (char* const[]){0});
@@ -36,6 +48,7 @@ int main(int argc, char** argv) {
   memcpy(arg_after, argv[2], n + 1);
   pthread_t t;
   if (pthread_create(&t, 0, execer, 0) != 0) return 1;
+  __atomic_store_n(&joining, 1, __ATOMIC_RELEASE);
   void* r;
   pthread_join(t, &r);
   return 1;  // the exec failed
