@@ -79,11 +79,13 @@ Runner RegisterRecord(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "ptrace", "ebpf"}));
   cmd->add_option("-e", c->opt.syscall_filter,
                   "record only these syscalls, strace style: read,write or %file,%net or !%memory");
-  cmd->add_option("--max-buffer", c->max_buffer,
-                  "capture at most this many bytes of each buffer (default: whole buffers)");
+  cmd->add_option(
+      "--max-buffer", c->max_buffer,
+      "capture at most this many bytes of each buffer (default: whole buffers; ebpf: up to "
+      "a quarter of the ring, 4M by default)");
   cmd->add_option("--ring-size", c->ring_size,
-                  "ebpf: each ring buffer between probes and fay, a power of two (default: 32M "
-                  "shared by the rings)");
+                  "ebpf: each ring buffer between probes and fay, a power of two (default: 16M; "
+                  "32M shared by several rings)");
   cmd->add_option("--consumers", c->opt.consumers,
                   "ebpf: threads writing the trace, each reading a ring of its own; a thread's "
                   "calls all go to one (default: one per 4 CPUs, at most 8)")

@@ -28,7 +28,8 @@ struct RecordOptions {
   uint64_t ring_size = 0;
   std::string loss;
   // eBPF backend: consumer threads, each reading a ring of its own, with ring_size bytes each
-  // when given (0: one per 4 CPUs fay may use, at most 8, sharing 32 MiB of ring).
+  // when given (0: one per 4 CPUs fay may use, at most 8; one ring has 16 MiB, several share
+  // 32 MiB).
   uint32_t consumers = 0;
 };
 

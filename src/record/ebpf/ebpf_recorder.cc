@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -346,7 +347,13 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   return Status::Ok();
 }
 
-constexpr uint64_t kDefaultRingBytes = 32ull << 20;
+// One ring's default size. Its pages are allocated, zeroed and charged to the memory cgroup at
+// every start, one at a time (3.5 ms of CPU per 16 MiB on a cgroup v1 host), and they are
+// mapped, and unmapped at the end: W3 took 165 against 172 ms with 16 MiB instead of 32 (medians
+// of 15 interleaved runs), W1 581 against 603. Several rings share twice that: each consumer
+// then has a CPU of its own, and a ring of a quarter of this would make W1's busy thread wait.
+constexpr uint64_t kDefaultRingBytes = 16ull << 20;
+constexpr uint64_t kDefaultSharedRingBytes = 32ull << 20;
 // How long a consumer sleeps on an empty ring: while records come, and at most while none do.
 constexpr int kConsumerWaitMs = 2;
 constexpr int kConsumerIdleWaitMs = 32;
@@ -381,13 +388,20 @@ class EbpfRecorder {
   // Everything but running a command: the maps and the verified programs.
   Status LoadOnly() {
     FAY_RETURN_IF_ERROR(Configure());
-    return Load();
+    FAY_RETURN_IF_ERROR(Prepare());
+    FAY_RETURN_IF_ERROR(LoadProcessProbes());
+    return LoadSyscallProbes();
   }
 
  private:
   Status Configure();
-  Status Load();
-  Status Attach();
+  // Loading is in steps, so that Run can do its own work while the verifier checks the
+  // syscall probes: the maps (rings included) and the programs' code; then the probes.
+  Status Prepare();
+  Status LoadProcessProbes();
+  Status LoadSyscallProbes();
+  Status AttachProcessProbes();
+  Status AttachSyscallProbes();
   // One consumer thread's: its ring, the events it rebuilds from it, its lane of the writer.
   struct Lane {
     size_t index = 0;
@@ -417,7 +431,11 @@ class EbpfRecorder {
     void operator()(uint64_t* p) const { munmap(p, static_cast<size_t>(sysconf(_SC_PAGESIZE))); }
   };
   std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's values (one per ring), mapped
-  std::vector<bpf::Program> progs_;
+  ProbeOptions po_;
+  ProbeSet set_;
+  std::vector<int> fds_;  // maps_' descriptors, by slot, for the programs
+  enum ProgIndex { kProgEnter, kProgExit, kProgFork, kProgExec, kProgProcExit, kProgSwitch };
+  std::optional<bpf::Program> progs_[kProgSwitch + 1];
   std::vector<bpf::Link> links_;
   std::unique_ptr<trace::Writer> writer_;
   std::vector<std::unique_ptr<Lane>> lanes_;
@@ -439,7 +457,10 @@ Status EbpfRecorder::Configure() {
   rings_ = opt_.consumers ? opt_.consumers : DefaultConsumers();
   // The default memory is shared: each of several rings gets the largest power of two that
   // fits its share.
-  while (rings_ > 1 && ring_bytes_ * rings_ > kDefaultRingBytes) ring_bytes_ >>= 1;
+  if (rings_ > 1) {
+    ring_bytes_ = kDefaultSharedRingBytes;
+    while (ring_bytes_ * rings_ > kDefaultSharedRingBytes) ring_bytes_ >>= 1;
+  }
   if (opt_.ring_size) {
     if (opt_.ring_size < (1u << 16) || (opt_.ring_size & (opt_.ring_size - 1)) != 0)
       return Error(Code::kInvalidArgument,
@@ -474,13 +495,13 @@ Status EbpfRecorder::Configure() {
   return Status::Ok();
 }
 
-Status EbpfRecorder::Load() {
+Status EbpfRecorder::Prepare() {
   // Declared before the helper that fills it, so it outlives the job on every return.
   std::vector<Expected<bpf::Map>> rings;
   // Started now, so that it is running (on another CPU) by the time the programs are ready.
   WorkerThread helper;
   // The ring first, on the helper: its pages are allocated, zeroed and charged to the memory
-  // cgroup one at a time (6 ms for 32 MiB), the longest step before the verifier, which needs
+  // cgroup one at a time (3 ms for 16 MiB), the longest step before the verifier, which needs
   // it. The other maps and the programs' code are made meanwhile.
   helper.Submit([this, &rings] {
     for (uint32_t i = 0; i < rings_; ++i) {
@@ -489,13 +510,12 @@ Status EbpfRecorder::Load() {
       if (!rings.back().ok()) break;
     }
   });
-  ProbeOptions po;
-  po.max_buffer = max_buffer_;
-  po.wake_bytes = ring_bytes_ / 16;
-  po.rings = rings_;
+  po_.max_buffer = max_buffer_;
+  po_.wake_bytes = ring_bytes_ / 8;
+  po_.rings = rings_;
   pid_limit_ = PidLimit();
-  po.pid_limit = pid_limit_;
-  FAY_RETURN_IF_ERROR(TaskOffsetsFromBtf(&po));
+  po_.pid_limit = pid_limit_;
+  FAY_RETURN_IF_ERROR(TaskOffsetsFromBtf(&po_));
 
   auto mk = [&](int slot, bpf_map_type type, const char* name, uint32_t k, uint32_t v, uint32_t n,
                 uint32_t flags = 0) -> Status {
@@ -533,65 +553,81 @@ Status EbpfRecorder::Load() {
     }
     FAY_RETURN_IF_ERROR(maps_[kMapSpec]->UpdateBatch(keys.data(), specs.data(), kMaxNr));
   }
-  Expected<ProbeSet> typed_set = GenerateProbes(po);
+  Expected<ProbeSet> generated = GenerateProbes(po_);
   helper.Wait();
   for (uint32_t i = 0; i < rings.size(); ++i) {
     if (!rings[i].ok()) return rings[i].status();
     maps_[RingSlot(i)] = std::move(rings[i]).value();
   }
-  std::vector<int> fds;
-  for (auto& m : maps_) fds.push_back(m ? m->fd() : -1);
-  auto load_all = [&](const ProbeOptions& options, Expected<ProbeSet> generated) -> Status {
-    progs_.clear();
-    FAY_ASSIGN_OR_RETURN(ProbeSet set, std::move(generated));
-    // The verifier takes most of start-up, a program at a time: the two big syscall probes
-    // are checked at once, the enter probe and then the four small ones on another thread.
-    const bpf::ProgramSpec* others[] = {&set.sys_enter, &set.fork, &set.exec, &set.exit,
-                                        &set.sched_switch};
-    std::vector<Expected<bpf::Program>> loaded;
-    helper.Submit([&] {
-      for (const bpf::ProgramSpec* spec : others) {
-        loaded.push_back(bpf::Program::Load(*spec, fds));
-        if (!loaded.back().ok()) break;
-      }
-    });
-    Expected<bpf::Program> exit = bpf::Program::Load(set.sys_exit, fds);
-    helper.Wait();
-    for (auto& p : loaded)
-      if (!p.ok()) return p.status();
-    if (!exit.ok()) return exit.status();
-    progs_.push_back(std::move(loaded[0]).value());
-    progs_.push_back(std::move(exit).value());
-    for (size_t i = 1; i < loaded.size(); ++i) progs_.push_back(std::move(loaded[i]).value());
-    return Status::Ok();
-  };
-  Status typed = load_all(po, std::move(typed_set));
-  if (typed.ok() || po.sys_enter_btf_id == 0) return typed;
-  // A kernel that refuses BTF-typed tracepoints still takes the untyped ones, which cost one
-  // helper call more per syscall.
-  po.sys_enter_btf_id = po.sys_exit_btf_id = 0;
-  return load_all(po, GenerateProbes(po));
+  if (!generated.ok()) return generated.status();
+  set_ = std::move(generated).value();
+  for (auto& m : maps_) fds_.push_back(m ? m->fd() : -1);
+  return Status::Ok();
 }
 
-Status EbpfRecorder::Attach() {
+Status EbpfRecorder::LoadProcessProbes() {
+  const bpf::ProgramSpec* specs[] = {&set_.fork, &set_.exec, &set_.exit, &set_.sched_switch};
+  for (int i = 0; i < 4; ++i) {
+    FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*specs[i], fds_));
+    progs_[kProgFork + i] = std::move(p);
+  }
+  return Status::Ok();
+}
+
+Status EbpfRecorder::LoadSyscallProbes() {
+  auto load_both = [&](const ProbeSet& set) -> Status {
+    // The verifier takes most of start-up, a program at a time: the two syscall probes are
+    // checked at once, one on another thread.
+    Expected<bpf::Program> enter = Error(Code::kInternal, "not loaded");
+    {
+      WorkerThread helper;
+      helper.Submit([&] { enter = bpf::Program::Load(set.sys_enter, fds_); });
+      Expected<bpf::Program> exit = bpf::Program::Load(set.sys_exit, fds_);
+      helper.Wait();
+      if (!exit.ok()) return exit.status();
+      progs_[kProgExit] = std::move(exit).value();
+    }
+    if (!enter.ok()) return enter.status();
+    progs_[kProgEnter] = std::move(enter).value();
+    return Status::Ok();
+  };
+  Status typed = load_both(set_);
+  if (typed.ok() || po_.sys_enter_btf_id == 0) return typed;
+  // A kernel that refuses BTF-typed tracepoints still takes the untyped ones, which cost one
+  // helper call more per syscall.
+  ProbeOptions untyped = po_;
+  untyped.sys_enter_btf_id = untyped.sys_exit_btf_id = 0;
+  FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(untyped));
+  return load_both(set);
+}
+
+Status EbpfRecorder::AttachProcessProbes() {
   // Process tracking first, so no fork between two attachments is missed.
-  FAY_ASSIGN_OR_RETURN(bpf::Link fork, bpf::AttachRawTracepoint(progs_[2], "sched_process_fork"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link fork,
+                       bpf::AttachRawTracepoint(*progs_[kProgFork], "sched_process_fork"));
   links_.push_back(std::move(fork));
   // Raw tracepoints throughout: a perf-event tracepoint takes tens of milliseconds to detach.
-  FAY_ASSIGN_OR_RETURN(bpf::Link exec, bpf::AttachRawTracepoint(progs_[3], "sched_process_exec"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link exec,
+                       bpf::AttachRawTracepoint(*progs_[kProgExec], "sched_process_exec"));
   links_.push_back(std::move(exec));
-  FAY_ASSIGN_OR_RETURN(bpf::Link exit, bpf::AttachRawTracepoint(progs_[4], "sched_process_exit"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link exit,
+                       bpf::AttachRawTracepoint(*progs_[kProgProcExit], "sched_process_exit"));
   links_.push_back(std::move(exit));
   // Before the syscall probes stage anything: a thread's staged calls leave with it.
-  FAY_ASSIGN_OR_RETURN(bpf::Link sw, bpf::AttachRawTracepoint(progs_[5], "sched_switch"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link sw,
+                       bpf::AttachRawTracepoint(*progs_[kProgSwitch], "sched_switch"));
   links_.push_back(std::move(sw));
+  return Status::Ok();
+}
+
+Status EbpfRecorder::AttachSyscallProbes() {
   auto syscall_probe = [](const bpf::Program& p, const char* tp) {
     return p.type() == BPF_PROG_TYPE_TRACING ? bpf::AttachTypedTracepoint(p)
                                              : bpf::AttachRawTracepoint(p, tp);
   };
-  FAY_ASSIGN_OR_RETURN(bpf::Link sx, syscall_probe(progs_[1], "sys_exit"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link sx, syscall_probe(*progs_[kProgExit], "sys_exit"));
   links_.push_back(std::move(sx));
-  FAY_ASSIGN_OR_RETURN(bpf::Link se, syscall_probe(progs_[0], "sys_enter"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link se, syscall_probe(*progs_[kProgEnter], "sys_enter"));
   links_.push_back(std::move(se));
   return Status::Ok();
 }
@@ -705,12 +741,15 @@ void EbpfRecorder::Consume(Lane& l) {
   }
 }
 
-// --loss=block: freeze the program while a ring is more than a quarter full, thaw it once the
-// consumers have brought every ring down to a sixteenth. Four threads reading cached files fill 8
+// --loss=block: freeze the program while a ring is more than half full, thaw it once the
+// consumers have brought every ring down to an eighth. Four threads reading cached files fill 8
 // MiB in about a millisecond, so this thread must run on time even when the program's threads keep
 // every CPU busy: it asks for a real-time priority (it sleeps nearly always), and looks more
 // often once the ring is an eighth full. Not sooner: each look preempts the program, and a
-// consumer that keeps up still leaves a few MiB between two drains.
+// consumer that keeps up still leaves a few MiB between two drains. From a calm look to the next,
+// a millisecond of W5 brings a 16 MiB ring to at most 10 MiB, and the freeze stops it before the
+// end; a single buffer takes at most a quarter (kBufferShareOfRing). Freezing at half rather than
+// a quarter paused W5 about 40 times instead of about 95, for the same wall time.
 void EbpfRecorder::Govern() {
   // Each look preempts whatever runs where this thread wakes. While the ring is calm it wakes on
   // one CPU only, the last fay may use: the program then mostly runs elsewhere, and W3 went from
@@ -729,7 +768,7 @@ void EbpfRecorder::Govern() {
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-  const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
+  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = ring_bytes_ / 8;
   std::unique_lock<std::mutex> lock(governor_mu_);
   while (!governor_stop_) {
     uint64_t pending = 0;
@@ -758,10 +797,18 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // created.
   StopSignals signals;
   // Loading (allocating the ring, then the verifier) is most of start-up, and the command is
-  // spawned and held meanwhile. Every return below must join the loader first: it fills maps_
-  // and progs_.
+  // spawned and held meanwhile. Once the maps are made, this thread maps the rings and loads
+  // the small programs while the loader has the verifier check the syscall probes. Every return
+  // below must join the loader first: it fills maps_ and progs_.
+  std::promise<Status> prepared_promise;
+  std::future<Status> prepared = prepared_promise.get_future();
   Status loaded = Error(Code::kInternal, "not loaded");
-  std::thread loader([this, &loaded] { loaded = Load(); });
+  std::thread loader([this, &loaded, &prepared_promise] {
+    Status st = Prepare();
+    bool ok = st.ok();
+    prepared_promise.set_value(std::move(st));
+    if (ok) loaded = LoadSyscallProbes();
+  });
   struct JoinLoader {
     std::thread& t;
     ~JoinLoader() {
@@ -811,8 +858,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     unlink(result_.path.c_str());
     return st;
   };
-  loader.join();
-  if (!loaded.ok()) return abandon(loaded);
+  if (Status st = prepared.get(); !st.ok()) return abandon(st);
   uint32_t key = static_cast<uint32_t>(root);
   uint8_t alive = 1;
   if (Status st = maps_[kMapTraced]->Update(&key, &alive); !st.ok()) return abandon(st);
@@ -836,7 +882,11 @@ Expected<RecordResult> EbpfRecorder::Run() {
     lane->ring = std::move(ring).value();
     lanes_.push_back(std::move(lane));
   }
-  if (Status st = Attach(); !st.ok()) return abandon(st);
+  if (Status st = LoadProcessProbes(); !st.ok()) return abandon(st);
+  if (Status st = AttachProcessProbes(); !st.ok()) return abandon(st);
+  loader.join();
+  if (!loaded.ok()) return abandon(loaded);
+  if (Status st = AttachSyscallProbes(); !st.ok()) return abandon(st);
   std::vector<std::thread> consumers;
   for (auto& l : lanes_) consumers.emplace_back([this, lp = l.get()] { Consume(*lp); });
   std::thread governor;
