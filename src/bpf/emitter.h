@@ -68,6 +68,10 @@ class Emitter {
   void Atomic64(uint8_t op, Reg base, int16_t off, Reg src) {
     Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, op);
   }
+  // src = *(u64 *)(base + off), and *(u64 *)(base + off) = the old src, atomically.
+  void AtomicXchg64(Reg base, int16_t off, Reg src) {
+    Raw(BPF_STX | BPF_ATOMIC | BPF_DW, base, src, off, BPF_XCHG);
+  }
   void Call(int32_t helper) { Raw(BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
   // A call of the kernel function whose vmlinux BTF id is `btf_id` (a kfunc).
   void CallKfunc(int32_t btf_id) { Raw(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, btf_id); }

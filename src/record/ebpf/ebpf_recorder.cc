@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -16,9 +18,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -356,6 +356,8 @@ constexpr uint64_t kDefaultSharedRingBytes = 32ull << 20;
 // How long a consumer sleeps on an empty ring: while records come, and at most while none do.
 constexpr int kConsumerWaitMs = 2;
 constexpr int kConsumerIdleWaitMs = 32;
+// The governor's look while the rings are calm, should a wakeup from the probes not come.
+constexpr long kGovernorCalmWaitMs = 20;
 
 // One consumer thread per 4 CPUs fay may use, at most kMaxRings: a consumer needs a CPU of its
 // own, and the program the others. On 2 to 7 CPUs, one.
@@ -376,6 +378,12 @@ uint64_t PidLimit() {
   uint64_t p = 64;
   while (p < max) p <<= 1;
   return p;
+}
+// A ring's size as --ring-size takes it: 256K, 16M, 1G.
+std::string RingSizeText(uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{}G", bytes >> 30);
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{}M", bytes >> 20);
+  return fmt::format("{}K", bytes >> 10);
 }
 // A buffer may take at most this share of the ring, so one call cannot fill it.
 constexpr uint64_t kBufferShareOfRing = 4;
@@ -401,6 +409,7 @@ class EbpfRecorder {
   Status LoadSyscallProbes();
   Status AttachProcessProbes();
   Status AttachSyscallProbes();
+  Status GovernorEvents();
   // One consumer thread's: its ring, the events it rebuilds from it, its lane of the writer.
   struct Lane {
     size_t index = 0;
@@ -429,7 +438,7 @@ class EbpfRecorder {
   struct Unmap {
     void operator()(uint64_t* p) const { munmap(p, static_cast<size_t>(sysconf(_SC_PAGESIZE))); }
   };
-  std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's values (one per ring), mapped
+  std::unique_ptr<uint64_t, Unmap> asleep_;  // kMapWake's values (kWakeSlots), mapped
   ProbeOptions po_;
   ProbeSet set_;
   std::vector<int> fds_;  // maps_' descriptors, by slot, for the programs
@@ -440,10 +449,9 @@ class EbpfRecorder {
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unique_ptr<Throttle> throttle_;
   std::atomic<bool> consumer_stop_{false};
-  // The governor sleeps on this between looks, so that stopping it is not a sleep's wait.
-  std::mutex governor_mu_;
-  std::condition_variable governor_cv_;
-  bool governor_stop_ = false;  // guarded by governor_mu_
+  // The governor sleeps on this: every ring (edge-triggered, woken by the probes) and
+  // governor_stop_, an eventfd written once to stop it.
+  UniqueFd governor_ep_, governor_stop_;
 };
 
 Status EbpfRecorder::Configure() {
@@ -536,7 +544,7 @@ Status EbpfRecorder::Prepare() {
   FAY_RETURN_IF_ERROR(mk(kMapSlots, BPF_MAP_TYPE_ARRAY, "fay_rec_slots", 4,
                          static_cast<uint32_t>(kSlots * sizeof(CallSlot)), 1));
   FAY_RETURN_IF_ERROR(
-      mk(kMapWake, BPF_MAP_TYPE_ARRAY, "fay_rec_wake", 4, 8, kMaxRings, BPF_F_MMAPABLE));
+      mk(kMapWake, BPF_MAP_TYPE_ARRAY, "fay_rec_wake", 4, 8, kWakeSlots, BPF_F_MMAPABLE));
   void* wake = mmap(nullptr, static_cast<size_t>(sysconf(_SC_PAGESIZE)), PROT_READ | PROT_WRITE,
                     MAP_SHARED, maps_[kMapWake]->fd(), 0);
   if (wake == MAP_FAILED) return ErrnoError("cannot map the recorder's wakeup flag");
@@ -740,22 +748,43 @@ void EbpfRecorder::Consume(Lane& l) {
   }
 }
 
+Status EbpfRecorder::GovernorEvents() {
+  governor_ep_.reset(epoll_create1(EPOLL_CLOEXEC));
+  governor_stop_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!governor_ep_ || !governor_stop_) return ErrnoError("cannot set up the governor's wakeups");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u32 = kMaxRings;
+  if (epoll_ctl(governor_ep_.get(), EPOLL_CTL_ADD, governor_stop_.get(), &ev) != 0)
+    return ErrnoError("cannot set up the governor's wakeups");
+  for (uint32_t i = 0; i < rings_; ++i) {
+    // Edge-triggered: a ring with records in it is the usual state, a wakeup is the event.
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.u32 = i;
+    if (epoll_ctl(governor_ep_.get(), EPOLL_CTL_ADD, maps_[RingSlot(i)]->fd(), &ev) != 0)
+      return ErrnoError("cannot set up the governor's wakeups");
+  }
+  return Status::Ok();
+}
+
 // --loss=block: freeze the program while a ring is more than half full, thaw it once the
 // consumers have brought every ring down to an eighth. Four threads reading cached files fill 8
 // MiB in about a millisecond, so this thread must run on time even when the program's threads keep
-// every CPU busy: it asks for a real-time priority (it sleeps nearly always), and looks more
-// often once the ring is an eighth full. Not sooner: each look preempts the program, and a
-// consumer that keeps up still leaves a few MiB between two drains. From a calm look to the next,
-// a millisecond of W5 brings a 16 MiB ring to at most 10 MiB, and the freeze stops it before the
-// end; a single buffer takes at most a quarter (kBufferShareOfRing). Freezing at half rather than
-// a quarter paused W5 about 40 times instead of about 95, for the same wall time.
+// every CPU busy: it asks for a real-time priority (it sleeps nearly always). While the rings are
+// calm it sleeps until the probes wake it: they look at the ring's fill every few calls and after
+// every buffer written in whole fragments, and force a wakeup past an eighth while it sleeps
+// (kGovernorWakeSlot). It then looks every 100 µs until the rings are calm again. A single buffer
+// takes at most a quarter of a ring (kBufferShareOfRing). Freezing at half rather than a quarter
+// paused W5 about 40 times instead of about 95, for the same wall time.
+//
+// Looking every millisecond instead, as it did before the probes could wake it, cost W3 6.6 ms
+// of the program's own time (medians of 15 interleaved runs): each look preempts what runs
+// where it wakes.
 void EbpfRecorder::Govern() {
-  // Each look preempts whatever runs where this thread wakes. While the ring is calm it wakes on
-  // one CPU only, the last fay may use: the program then mostly runs elsewhere, and W3 went from
-  // 171 to 167 ms (medians of 12 interleaved runs), W2 from 815 to 643 and W1 from 587 to 569.
-  // Under pressure it may wake anywhere, so that a look lands on a CPU the frozen program left
-  // idle. The consumer stays free: pinned beside this thread, W2 (whose consumer is its
-  // bottleneck) took 20% longer.
+  // While calm it wakes on one CPU only, the last fay may use: the program then mostly runs
+  // elsewhere. Under pressure it may wake anywhere, so that a look lands on a CPU the frozen
+  // program left idle. The consumer stays free: pinned beside this thread, W2 (whose consumer is
+  // its bottleneck) took 20% longer.
   const CpuSets cpus = FayCpus();
   bool pinned = false;
   auto pin = [&](bool on) {
@@ -768,18 +797,33 @@ void EbpfRecorder::Govern() {
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
   const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = ring_bytes_ / 8;
-  std::unique_lock<std::mutex> lock(governor_mu_);
-  while (!governor_stop_) {
-    uint64_t pending = 0;
-    for (const auto& l : lanes_) pending = std::max(pending, l->ring->Pending());
-    if (!throttle_->frozen() && pending > high)
+  uint64_t* asleep = asleep_.get() + kGovernorWakeSlot;
+  auto pending = [this] {
+    uint64_t p = 0;
+    for (const auto& l : lanes_) p = std::max(p, l->ring->Pending());
+    return p;
+  };
+  for (;;) {
+    uint64_t now = pending();
+    if (!throttle_->frozen() && now > high)
       throttle_->Freeze();
-    else if (throttle_->frozen() && pending < low)
+    else if (throttle_->frozen() && now < low)
       throttle_->Thaw();
-    bool pressed = throttle_->frozen() || pending > busy;
+    bool pressed = throttle_->frozen() || now > busy;
     pin(!pressed);
-    auto pause = std::chrono::microseconds(pressed ? 100 : 1000);
-    governor_cv_.wait_for(lock, pause, [this] { return governor_stop_; });
+    timespec pause{0, 100'000};
+    if (!pressed) {
+      // Asleep from here: what the probes write from now on wakes this thread past an eighth,
+      // and what they wrote before is looked at once more.
+      __atomic_store_n(asleep, 1, __ATOMIC_SEQ_CST);
+      if (pending() <= busy) pause = timespec{0, kGovernorCalmWaitMs * 1'000'000};
+    }
+    epoll_event ev[kMaxRings + 1];
+    int n = epoll_pwait2(governor_ep_.get(), ev, kMaxRings + 1, &pause, nullptr);
+    __atomic_store_n(asleep, 0, __ATOMIC_RELEASE);
+    bool stop = false;
+    for (int i = 0; i < n; ++i) stop |= ev[i].data.u32 == kMaxRings;
+    if (stop) break;
   }
   throttle_->Thaw();
 }
@@ -885,7 +929,10 @@ Expected<RecordResult> EbpfRecorder::Run() {
   std::vector<std::thread> consumers;
   for (auto& l : lanes_) consumers.emplace_back([this, lp = l.get()] { Consume(*lp); });
   std::thread governor;
-  if (throttle_) governor = std::thread([this] { Govern(); });
+  if (throttle_) {
+    if (Status st = GovernorEvents(); !st.ok()) return abandon(st);
+    governor = std::thread([this] { Govern(); });
+  }
 
   signals.Handle(OnStopSignal);
 
@@ -924,11 +971,8 @@ Expected<RecordResult> EbpfRecorder::Run() {
     result_.threads += l->threads;
   }
   if (governor.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(governor_mu_);
-      governor_stop_ = true;
-    }
-    governor_cv_.notify_all();
+    uint64_t one = 1;
+    (void)!write(governor_stop_.get(), &one, sizeof one);
     governor.join();
   }
   if (throttle_) result_.pauses = throttle_->freezes();
@@ -952,8 +996,8 @@ Expected<RecordResult> EbpfRecorder::Run() {
                    v[kStatLostRecords], v[kStatLostFragments], cpu);
     }
     if (result_.lost_events && !opt_.quiet)
-      fmt::print(stderr, "fay: hint: --ring-size {}M (now {}M) or --loss=block\n",
-                 (ring_bytes_ >> 20) * 4, ring_bytes_ >> 20);
+      fmt::print(stderr, "fay: hint: --ring-size {} (now {}){}\n", RingSizeText(ring_bytes_ * 4),
+                 RingSizeText(ring_bytes_), block_ ? "" : " or --loss=block");
   }
   Status closed = writer_->Close();
   if (!closed.ok() && result_.error.empty()) result_.error = closed.message();

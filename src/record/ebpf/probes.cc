@@ -30,6 +30,9 @@ constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312, kVCount 
 // constants), which a probe cannot read. The kernel faults it in when the call reads it, so
 // the exit probe reads such buffers again: the thread and the rules (bits) that failed.
 constexpr int16_t kVRetryTid = 328, kVRetryMask = 332, kVRule = 336;
+// Non-zero once a buffer went to the ring in whole fragments: the exit probe then looks at the
+// ring's fill (see GenSysExit), as it does every kWakeCheckEvery calls.
+constexpr int16_t kVDirect = 340;
 // Pointer arrays (argv, envp): the array's address, entries seen, the current entry.
 constexpr int16_t kVArrAddr = 344, kVArrCount = 352, kVPtr = 360;
 constexpr int16_t kVEntryNs = 368, kVSlot = 376;  // from the thread's CallSlot; 1: slot held
@@ -305,6 +308,7 @@ void GenFragCallback(Gen& g) {
   e.Mov(R1, R6);
   e.MovImm(R2, BPF_RB_NO_WAKEUP);
   e.Call(BPF_FUNC_ringbuf_submit);
+  e.StoreImm(4, R9, kVDirect, 1);
   e.Load(8, R1, R9, kVOff);
   e.AluImm(BPF_ADD, R1, kFragBytes);
   e.Store(8, R9, kVOff, R1);
@@ -1359,27 +1363,51 @@ void GenSysExit(Gen& g) {
   e.Comment("buffers coming out of the kernel");
   GenPhase(g, Phase::kExit);
   e.Bind(record);
-  e.Comment("wake the consumer when the ring fills (looked at every few calls)");
+  e.Comment("wake the consumer or the governor when the ring fills: looked at every few calls,");
+  e.Comment(
+      "and after a buffer went to the ring in whole fragments. The consumer's flag is taken,");
+  e.Comment("so the calls after this one do not interrupt the program again; the governor's is");
+  e.Comment("only read: the consumer may empty the ring before the governor's wakeup is seen, and");
+  e.Comment("that wakeup is then lost, so it is sent again until the governor says it is awake");
   e.MovImm(R8, BPF_RB_NO_WAKEUP);
-  e.Load(8, R1, R9, kVCount);
-  e.AluImm(BPF_ADD, R1, 1);
-  e.Store(8, R9, kVCount, R1);
-  e.AluImm(BPF_AND, R1, kWakeCheckEvery - 1);
-  e.JmpIfImm(BPF_JNE, R1, 0, quiet);
-  e.StoreImm(8, R10, kFpTmp, 0);
-  if (g.o.rings > 1) {
-    e.Load(4, R1, R9, kVRing);
-    e.Store(4, R10, kFpTmp, R1);
+  {
+    Label look = e.NewLabel();
+    e.Load(8, R1, R9, kVCount);
+    e.AluImm(BPF_ADD, R1, 1);
+    e.Store(8, R9, kVCount, R1);
+    e.AluImm(BPF_AND, R1, kWakeCheckEvery - 1);
+    e.JmpIfImm(BPF_JEQ, R1, 0, look);
+    e.Load(4, R1, R9, kVDirect);
+    e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
+    e.Bind(look);
+    e.StoreImm(4, R9, kVDirect, 0);
+    e.StoreImm(8, R10, kFpTmp, 0);
+    if (g.o.rings > 1) {
+      e.Load(4, R1, R9, kVRing);
+      e.Store(4, R10, kFpTmp, R1);
+    }
+    g.Lookup(kMapWake, kFpTmp);
+    e.JmpIfImm(BPF_JEQ, R0, 0, quiet);
+    e.Mov(R6, R0);
+    e.StoreImm(8, R10, kFpTmp, kGovernorWakeSlot);
+    g.Lookup(kMapWake, kFpTmp);
+    e.JmpIfImm(BPF_JEQ, R0, 0, quiet);
+    e.Mov(R7, R0);
+    e.Load(8, R1, R6, 0);
+    e.Load(8, R2, R7, 0);
+    e.Alu(BPF_OR, R1, R2);
+    e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
+    g.LdRing();
+    e.MovImm(R2, BPF_RB_AVAIL_DATA);
+    e.Call(BPF_FUNC_ringbuf_query);
+    e.LdImm64(R1, g.o.wake_bytes);
+    e.JmpIf(BPF_JLE, R0, R1, quiet);
+    e.MovImm(R1, 0);
+    e.AtomicXchg64(R6, 0, R1);
+    e.Load(8, R2, R7, 0);
+    e.Alu(BPF_OR, R1, R2);
+    e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
   }
-  g.Lookup(kMapWake, kFpTmp);
-  e.JmpIfImm(BPF_JEQ, R0, 0, quiet);
-  e.Load(8, R1, R0, 0);
-  e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
-  g.LdRing();
-  e.MovImm(R2, BPF_RB_AVAIL_DATA);
-  e.Call(BPF_FUNC_ringbuf_query);
-  e.LdImm64(R1, g.o.wake_bytes);
-  e.JmpIf(BPF_JLE, R0, R1, quiet);
   e.MovImm(R8, BPF_RB_FORCE_WAKEUP);
   e.Bind(quiet);
   {

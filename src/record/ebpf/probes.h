@@ -22,15 +22,18 @@ enum MapSlot : int {
   kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
   kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
   kMapSlots = 6,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
-  // ARRAY (mmapable), one u64 per ring: non-zero while that ring's consumer sleeps. A forced
-  // ring wakeup is an interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor):
-  // it is sent only to a consumer that is asleep.
+  // ARRAY (mmapable), one u64 per ring: non-zero while that ring's consumer sleeps; then one
+  // (kGovernorWakeSlot) non-zero while the --loss=block governor sleeps. A forced ring wakeup
+  // is an interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor): it is sent
+  // only when one of them is asleep and the ring holds more than wake_bytes.
   kMapWake = 7,
   // RINGBUFs 1 .. rings-1 (ring 0 is kMapRing); see ProbeOptions::rings.
   kMapMoreRings = 8,
   kMapCount = 15,
 };
 inline constexpr uint32_t kMaxRings = kMapCount - kMapMoreRings + 1;
+inline constexpr uint32_t kGovernorWakeSlot = kMaxRings;
+inline constexpr uint32_t kWakeSlots = kMaxRings + 1;
 // The map slot of ring i.
 inline int RingSlot(uint32_t i) {
   return i == 0 ? kMapRing : kMapMoreRings + static_cast<int>(i) - 1;
@@ -161,7 +164,7 @@ inline constexpr int kFragBytes = 4096;
 struct ProbeOptions {
   // Bytes of one buffer captured at most (--max-buffer, bounded by the ring's size).
   uint64_t max_buffer = 1 << 20;
-  // A return record asks the consumer to wake up when the ring holds more than this.
+  // A return record wakes a sleeping consumer or governor when the ring holds more than this.
   uint64_t wake_bytes = 1 << 20;
   // task_struct member offsets, from BTF.
   int task_comm = -1, task_pid = -1, task_tgid = -1, task_real_parent = -1, task_exit_code = -1;
