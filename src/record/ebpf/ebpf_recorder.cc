@@ -396,17 +396,15 @@ class EbpfRecorder {
   Status LoadOnly() {
     FAY_RETURN_IF_ERROR(Configure());
     FAY_RETURN_IF_ERROR(Prepare());
-    FAY_RETURN_IF_ERROR(LoadProcessProbes());
-    return LoadSyscallProbes();
+    return LoadProbes();
   }
 
  private:
   Status Configure();
-  // Loading, in steps: the maps (rings included) and the programs' code; the two syscall probes,
-  // verified at once on two threads; the four small programs.
+  // Loading, in two steps: the maps (rings included) and the programs' code; then the programs,
+  // verified on two threads.
   Status Prepare();
-  Status LoadProcessProbes();
-  Status LoadSyscallProbes();
+  Status LoadProbes();
   Status AttachProcessProbes();
   Status AttachSyscallProbes();
   Status GovernorEvents();
@@ -572,40 +570,37 @@ Status EbpfRecorder::Prepare() {
   return Status::Ok();
 }
 
-Status EbpfRecorder::LoadProcessProbes() {
-  const bpf::ProgramSpec* specs[] = {&set_.fork, &set_.exec, &set_.exit, &set_.sched_switch};
-  for (int i = 0; i < 4; ++i) {
-    FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(*specs[i], fds_));
-    progs_[kProgFork + i] = std::move(p);
-  }
-  return Status::Ok();
-}
-
-Status EbpfRecorder::LoadSyscallProbes() {
-  auto load_both = [&](const ProbeSet& set) -> Status {
-    // The verifier takes most of start-up, a program at a time: the two syscall probes are
-    // checked at once, one on another thread.
-    Expected<bpf::Program> enter = Error(Code::kInternal, "not loaded");
-    {
-      WorkerThread helper;
-      helper.Submit([&] { enter = bpf::Program::Load(set.sys_enter, fds_); });
-      Expected<bpf::Program> exit = bpf::Program::Load(set.sys_exit, fds_);
-      helper.Wait();
-      if (!exit.ok()) return exit.status();
-      progs_[kProgExit] = std::move(exit).value();
-    }
-    if (!enter.ok()) return enter.status();
-    progs_[kProgEnter] = std::move(enter).value();
+Status EbpfRecorder::LoadProbes() {
+  auto load_into = [this](int index, const bpf::ProgramSpec& spec) -> Status {
+    FAY_ASSIGN_OR_RETURN(bpf::Program p, bpf::Program::Load(spec, fds_));
+    progs_[index] = std::move(p);
     return Status::Ok();
   };
-  Status typed = load_both(set_);
+  // The verifier takes most of start-up, a program at a time: each syscall probe is checked on
+  // a thread of its own, with two of the four small programs after it. (On a third thread
+  // they made the verifier's two slower: start-up took 1.5 ms longer.)
+  auto load_set = [&](const ProbeSet& set) -> Status {
+    Status enter_side;
+    WorkerThread helper;
+    helper.Submit([&] {
+      enter_side = load_into(kProgEnter, set.sys_enter);
+      if (enter_side.ok()) enter_side = load_into(kProgFork, set.fork);
+      if (enter_side.ok()) enter_side = load_into(kProgExec, set.exec);
+    });
+    Status exit_side = load_into(kProgExit, set.sys_exit);
+    if (exit_side.ok()) exit_side = load_into(kProgProcExit, set.exit);
+    if (exit_side.ok()) exit_side = load_into(kProgSwitch, set.sched_switch);
+    helper.Wait();
+    return exit_side.ok() ? enter_side : exit_side;
+  };
+  Status typed = load_set(set_);
   if (typed.ok() || po_.sys_enter_btf_id == 0) return typed;
   // A kernel that refuses BTF-typed tracepoints still takes the untyped ones, which cost one
   // helper call more per syscall.
   ProbeOptions untyped = po_;
   untyped.sys_enter_btf_id = untyped.sys_exit_btf_id = 0;
   FAY_ASSIGN_OR_RETURN(ProbeSet set, GenerateProbes(untyped));
-  return load_both(set);
+  return load_set(set);
 }
 
 Status EbpfRecorder::AttachProcessProbes() {
@@ -845,7 +840,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   Status loaded = Error(Code::kInternal, "not loaded");
   std::thread loader([this, &loaded] {
     loaded = Prepare();
-    if (loaded.ok()) loaded = LoadSyscallProbes();
+    if (loaded.ok()) loaded = LoadProbes();
   });
   struct JoinLoader {
     std::thread& t;
@@ -921,9 +916,6 @@ Expected<RecordResult> EbpfRecorder::Run() {
     lane->ring = std::move(ring).value();
     lanes_.push_back(std::move(lane));
   }
-  // The small programs load here rather than beside the syscall probes': loading and attaching
-  // them there made the verifier's two threads slower, and start-up 1.5 ms longer.
-  if (Status st = LoadProcessProbes(); !st.ok()) return abandon(st);
   if (Status st = AttachProcessProbes(); !st.ok()) return abandon(st);
   if (Status st = AttachSyscallProbes(); !st.ok()) return abandon(st);
   std::vector<std::thread> consumers;
