@@ -70,6 +70,7 @@ struct Gen {
   const ProbeOptions& o;
   Label exit_label;
   Label frag_cb;  // bound when a rule first needs it
+  Label frag_fn;  // the fragment callback's body (see GenFragCallback)
   Label array_cb;
   Label iovec_cb;
   Label rule_cb;
@@ -86,6 +87,7 @@ struct Gen {
   explicit Gen(const ProbeOptions& opt) : o(opt) {
     exit_label = e.NewLabel();
     frag_cb = e.NewLabel();
+    frag_fn = e.NewLabel();
     array_cb = e.NewLabel();
     iovec_cb = e.NewLabel();
     rule_cb = e.NewLabel();
@@ -279,9 +281,16 @@ void GenRuleFunc(Gen& g);
 
 void GenFragCallback(Gen& g) {
   Emitter& e = g.e;
+  // Only a call of the body, a global function: a callback is verified again at every bpf_loop
+  // that names it (five here), a global function once.
+  e.BeginFunc(g.frag_cb);
+  e.CallFunc(g.frag_fn);
+  e.AluImm(BPF_AND, R0, 1);
+  e.Exit();
+
   Label stop = e.NewLabel(), tail = e.NewLabel(), full_fail = e.NewLabel(),
         tail_fail = e.NewLabel();
-  e.BeginFunc(g.frag_cb);
+  e.BeginFunc(g.frag_fn, true);
   g.ZeroKey();
   g.Scratch(stop);
   e.Load(8, R1, R9, kVWant);
