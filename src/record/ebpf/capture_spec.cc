@@ -132,7 +132,15 @@ SyscallSpec BuildSyscallSpec(int nr) {
   }
   s.enter_rules = static_cast<uint8_t>(n_enter);
   s.exit_rules = static_cast<uint32_t>(n_exit);
+  s.enter_plain = n_enter == 1 && IsPlainRule(s.enter[0]) ? 1 : 0;
+  s.exit_plain = n_exit == 1 && IsPlainRule(s.exit[0]) ? 1 : 0;
   return s;
+}
+
+bool IsPlainRule(const Rule& r) {
+  if (r.kind == kRuleString) return r.flags == 0;
+  return r.kind == kRuleBytes && (r.src == kSrcArg || r.src == kSrcRet) && r.flags == 0 &&
+         r.mul == 1 && r.max == 0;
 }
 
 bool HasUncapturedMemory(int nr) {

@@ -59,7 +59,10 @@ inline constexpr int kRulesPerPhase = 6;
 struct SyscallSpec {
   uint8_t record = 0;       // +0: 1 = record this syscall
   uint8_t enter_rules = 0;  // +1: how many `enter` rules are set (0: no work at entry)
-  uint16_t pad = 0;
+  // +2, +3: 1 when the phase has one rule and it is plain (see IsPlainRule): the probes then
+  // stage a short buffer themselves, without the rule loop.
+  uint8_t enter_plain = 0;
+  uint8_t exit_plain = 0;
   uint32_t exit_rules = 0;     // +4: how many `exit` rules are set (0: no work at exit)
   Rule enter[kRulesPerPhase];  // +8: buffers going into the kernel (BufferDir::kIn)
   Rule exit[kRulesPerPhase];   // +104: buffers coming out, only when ret >= 0 (BufferDir::kOut)
@@ -67,6 +70,14 @@ struct SyscallSpec {
 static_assert(sizeof(SyscallSpec) == 200);
 inline constexpr int kSpecEnterOff = 8;
 inline constexpr int kSpecExitOff = 8 + 16 * kRulesPerPhase;
+
+inline constexpr int kSpecEnterPlainOff = 2;
+inline constexpr int kSpecExitPlainOff = 3;
+
+// A string, or a byte range at an argument as long as another argument or the return value
+// says, with no flag, cap or multiplier: paths, and read's and write's buffers, the commonest
+// there are.
+bool IsPlainRule(const Rule& r);
 
 // The rules of syscall nr (record left 0; the caller sets it from -e).
 SyscallSpec BuildSyscallSpec(int nr);

@@ -154,5 +154,32 @@ TEST(EbpfCaptureSpec, UndecodedSyscallsCaptureNothing) {
   for (const Rule& r : s.exit) EXPECT_EQ(r.kind, kRuleNone);
 }
 
+TEST(EbpfCaptureSpec, ReadWriteAndPathsHaveThePlainRuleTheProbesStageThemselves) {
+  SyscallSpec w = Spec("write");
+  EXPECT_EQ(w.enter_plain, 1);
+  EXPECT_EQ(w.exit_plain, 0);  // no exit rule at all
+  SyscallSpec r = Spec("read");
+  EXPECT_EQ(r.enter_plain, 0);
+  EXPECT_EQ(r.exit_plain, 1);
+  EXPECT_EQ(r.exit[0].src, kSrcRet);
+  // A path alone is plain too; iovecs, several rules, flagged or fixed lengths take the loop.
+  EXPECT_EQ(Spec("openat").enter_plain, 1);
+  EXPECT_EQ(Spec("newfstatat").enter_plain, 1);
+  EXPECT_EQ(Spec("newfstatat").exit_plain, 0);  // struct stat: a fixed length
+  EXPECT_EQ(Spec("rename").enter_plain, 0);     // two paths
+  EXPECT_EQ(Spec("readv").exit_plain, 0);
+  EXPECT_EQ(Spec("fcntl").enter_plain, 0);
+  EXPECT_EQ(Spec("execve").enter_plain, 0);
+  Rule plain;
+  plain.kind = kRuleBytes;
+  plain.src = kSrcArg;
+  EXPECT_TRUE(IsPlainRule(plain));
+  plain.max = 16;
+  EXPECT_FALSE(IsPlainRule(plain));
+  plain.max = 0;
+  plain.flags = kRuleU32;
+  EXPECT_FALSE(IsPlainRule(plain));
+}
+
 }  // namespace
 }  // namespace fay::record::ebpf
