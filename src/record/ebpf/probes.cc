@@ -990,17 +990,19 @@ void GenRuleFunc(Gen& g) {
 enum class Phase { kEnter, kExit, kEnterRetry };
 
 // The phase's one plain rule (SyscallSpec::enter_plain / exit_plain: a path, or a read's or a
-// write's buffer), when what it names is short: staged here as the rule function would stage
-// it, without the rule loop, its callback, the rule function's look-ups and its dispatch on the
-// rule's kind (about 30 ns of the 90 that a 1-byte write's buffer cost), and a path without the
-// copy through the scratch. Anything else (no such rule, a NULL or empty buffer, a long or
-// capped one, memory that cannot be read) goes to `general`, which does it all. R8 = spec, R9 =
+// write's buffer), when what it names fits one fragment: written here as the rule function
+// would write it, without the rule loop, its callback, the rule function's look-ups and its
+// dispatch on the rule's kind (about 30 ns of the 90 that a 1-byte write's buffer cost), and a
+// path without the copy through the scratch. Anything else (no such rule, a NULL or empty
+// buffer, a longer or capped one, memory that cannot be read) goes to `general`, which does it
+// all. R8 = spec, R9 =
 // scratch; the fragment header's type, tid, dir and sub are set. Clobbers R0-R7.
 void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   Emitter& e = g.e;
   const int16_t rule = out ? kSpecExitOff : kSpecEnterOff;
   const int32_t most = static_cast<int32_t>(std::min<uint64_t>(kStageFragMax, Cap(g.o)));
-  Label have_len = e.NewLabel(), string = e.NewLabel(), commit = e.NewLabel();
+  Label have_len = e.NewLabel(), string = e.NewLabel(), commit = e.NewLabel(),
+        longer = e.NewLabel();
   e.Load(1, R1, R8, out ? kSpecExitPlainOff : kSpecEnterPlainOff);
   e.JmpIfImm(BPF_JEQ, R1, 0, general);
   e.Comment("one plain rule: staged here when what it names is short");
@@ -1027,10 +1029,10 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   e.Load(8, R7, R2, kScrEntry + 16);
   e.Bind(have_len);
   e.JmpIfImm(BPF_JEQ, R7, 0, general);
-  e.JmpIfImm(BPF_JGT, R7, most, general);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
   e.Store(8, R9, kScrFrag + 24, R7);
   e.Store(4, R9, kScrFrag + 48, R7);
+  e.JmpIfImm(BPF_JGT, R7, most, longer);
   g.StagePlace();
   e.Mov(R5, R9);
   e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
@@ -1042,6 +1044,52 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   e.Call(BPF_FUNC_probe_read_user);
   e.JmpIfImm(BPF_JNE, R0, 0, general);
   e.Jmp(commit);
+
+  e.Bind(longer);
+  {
+    // Up to one whole fragment, written as GenShortBuffer and the fragment callback write it:
+    // through the scratch when shorter (after what is staged), into a reserved record when whole.
+    Label whole = e.NewLabel();
+    e.LdImm64(R1, Cap(g.o));
+    e.JmpIf(BPF_JGT, R7, R1, general);
+    e.JmpIfImm(BPF_JGT, R7, kFragBytes, general);
+    e.JmpIfImm(BPF_JEQ, R7, kFragBytes, whole);
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, kScrData);
+    e.Mov(R2, R7);
+    e.Mov(R3, R6);
+    e.Call(BPF_FUNC_probe_read_user);
+    e.JmpIfImm(BPF_JNE, R0, 0, general);
+    e.Mov(R3, R7);
+    e.AluImm(BPF_ADD, R3, sizeof(WireFragHeader));
+    g.OutputR3(kScrFrag);
+    g.CountIfFailed(kStatLostFragments);
+    e.Jmp(done);
+    e.Bind(whole);
+    g.Reserve(sizeof(WireFragHeader) + kFragBytes, kStatLostFragments, done);
+    e.Mov(R7, R0);
+    for (int w = 0; w < 7; ++w) {
+      e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
+      e.Store(8, R7, static_cast<int16_t>(8 * w), R1);
+    }
+    e.Mov(R1, R7);
+    e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
+    e.MovImm(R2, kFragBytes);
+    e.Mov(R3, R6);
+    e.Call(BPF_FUNC_probe_read_user);
+    Label read = e.NewLabel();
+    e.JmpIfImm(BPF_JEQ, R0, 0, read);
+    e.Mov(R1, R7);
+    e.MovImm(R2, BPF_RB_NO_WAKEUP);
+    e.Call(BPF_FUNC_ringbuf_discard);
+    e.Jmp(general);
+    e.Bind(read);
+    e.Mov(R1, R7);
+    e.MovImm(R2, BPF_RB_NO_WAKEUP);
+    e.Call(BPF_FUNC_ringbuf_submit);
+    e.StoreImm(4, R9, kVDirect, 1);
+    e.Jmp(done);
+  }
 
   e.Bind(string);
   e.Comment("a path: read straight into the staging area; a longer one takes the rule loop");
