@@ -448,8 +448,9 @@ class EbpfRecorder {
   std::unique_ptr<Throttle> throttle_;
   std::atomic<bool> consumer_stop_{false};
   // The governor sleeps on this: every ring (edge-triggered, woken by the probes) and
-  // governor_stop_, an eventfd written once to stop it.
+  // governor_stop_, an eventfd written once to stop it after governor_stopping_ is set.
   UniqueFd governor_ep_, governor_stop_;
+  std::atomic<bool> governor_stopping_{false};
 };
 
 Status EbpfRecorder::Configure() {
@@ -762,15 +763,16 @@ Status EbpfRecorder::GovernorEvents() {
   return Status::Ok();
 }
 
-// --loss=block: freeze the program while a ring is more than half full, thaw it once the
-// consumers have brought every ring down to an eighth. Four threads reading cached files fill 8
+// --loss=block: freeze the program while a ring is more than a quarter full, thaw it once the
+// consumers have brought every ring down to a sixteenth. Four threads reading cached files fill 8
 // MiB in about a millisecond, so this thread must run on time even when the program's threads keep
 // every CPU busy: it asks for a real-time priority (it sleeps nearly always). While the rings are
 // calm it sleeps until the probes wake it: they look at the ring's fill every few calls and after
-// every buffer written in whole fragments, and force a wakeup past an eighth while it sleeps
+// every buffer written straight to the ring, and force a wakeup past an eighth while it sleeps
 // (kGovernorWakeSlot). It then looks every 100 µs until the rings are calm again. A single buffer
-// takes at most a quarter of a ring (kBufferShareOfRing). Freezing at half rather than a quarter
-// paused W5 about 40 times instead of about 95, for the same wall time.
+// takes at most a quarter of a ring (kBufferShareOfRing), so two CPUs each writing one when a
+// look has just found the ring below the quarter still leave room for a third. (Freezing at half
+// paused W5 40 times instead of 95 for the same time, but left room for one buffer per CPU only.)
 //
 // Looking every millisecond instead, as it did before the probes could wake it, cost W3 6.6 ms
 // of the program's own time (medians of 15 interleaved runs): each look preempts what runs
@@ -791,13 +793,14 @@ void EbpfRecorder::Govern() {
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = ring_bytes_ / 8;
+  const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
   uint64_t* asleep = asleep_.get() + kGovernorWakeSlot;
   auto pending = [this] {
     uint64_t p = 0;
     for (const auto& l : lanes_) p = std::max(p, l->ring->Pending());
     return p;
   };
+  bool fine_timeouts = true;
   for (;;) {
     uint64_t now = pending();
     if (!throttle_->frozen() && now > high)
@@ -814,11 +817,18 @@ void EbpfRecorder::Govern() {
       if (pending() <= busy) pause = timespec{0, kGovernorCalmWaitMs * 1'000'000};
     }
     epoll_event ev[kMaxRings + 1];
-    int n = epoll_pwait2(governor_ep_.get(), ev, kMaxRings + 1, &pause, nullptr);
+    int n = -1;
+    if (fine_timeouts) {
+      n = epoll_pwait2(governor_ep_.get(), ev, kMaxRings + 1, &pause, nullptr);
+      // Before 5.11, or under a seccomp profile that refuses it: millisecond timeouts.
+      if (n < 0 && (errno == ENOSYS || errno == EPERM)) fine_timeouts = false;
+    }
+    if (!fine_timeouts) {
+      long ms = std::max<long>(1, pause.tv_sec * 1000 + pause.tv_nsec / 1'000'000);
+      n = epoll_wait(governor_ep_.get(), ev, kMaxRings + 1, static_cast<int>(ms));
+    }
     __atomic_store_n(asleep, 0, __ATOMIC_RELEASE);
-    bool stop = false;
-    for (int i = 0; i < n; ++i) stop |= ev[i].data.u32 == kMaxRings;
-    if (stop) break;
+    if (governor_stopping_.load(std::memory_order_acquire)) break;
   }
   throttle_->Thaw();
 }
@@ -916,15 +926,16 @@ Expected<RecordResult> EbpfRecorder::Run() {
     lane->ring = std::move(ring).value();
     lanes_.push_back(std::move(lane));
   }
+  // Before anything is attached: a failure past that point would leave threads to join.
+  if (throttle_) {
+    if (Status st = GovernorEvents(); !st.ok()) return abandon(st);
+  }
   if (Status st = AttachProcessProbes(); !st.ok()) return abandon(st);
   if (Status st = AttachSyscallProbes(); !st.ok()) return abandon(st);
   std::vector<std::thread> consumers;
   for (auto& l : lanes_) consumers.emplace_back([this, lp = l.get()] { Consume(*lp); });
   std::thread governor;
-  if (throttle_) {
-    if (Status st = GovernorEvents(); !st.ok()) return abandon(st);
-    governor = std::thread([this] { Govern(); });
-  }
+  if (throttle_) governor = std::thread([this] { Govern(); });
 
   signals.Handle(OnStopSignal);
 
@@ -963,6 +974,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     result_.threads += l->threads;
   }
   if (governor.joinable()) {
+    governor_stopping_.store(true, std::memory_order_release);
     uint64_t one = 1;
     (void)!write(governor_stop_.get(), &one, sizeof one);
     governor.join();

@@ -201,6 +201,7 @@ struct Gen {
   // polls, and return records wake it when the ring fills (see GenSysExit). `flags_in_r8`:
   // the wakeup flags are in R8 instead.
   void OutputR3(int16_t off, bool flags_in_r8 = false) {
+    e.StoreImm(4, R9, kVDirect, 1);  // the exit probe then looks at the ring's fill
     e.Store(8, R10, kFpOutLen, R3);
     FlushStaged();  // what this CPU staged goes first
     e.Load(8, R3, R10, kFpOutLen);
@@ -216,6 +217,30 @@ struct Gen {
   void Output(int16_t off, int32_t size) {
     e.MovImm(R3, size);
     OutputR3(off);
+  }
+  // The ring's consumer was woken by the record just written: its flag (kMapWake) is cleared,
+  // so that the calls after this one do not wake it again. R9 = scratch. Clobbers R0-R5.
+  void ClearConsumerWake() {
+    Label done = e.NewLabel();
+    e.StoreImm(8, R10, kFpTmp, 0);
+    if (o.rings > 1) {
+      e.Load(4, R1, R9, kVRing);
+      e.Store(4, R10, kFpTmp, R1);
+    }
+    Lookup(kMapWake, kFpTmp);
+    e.JmpIfImm(BPF_JEQ, R0, 0, done);
+    e.StoreImm(8, R0, 0, 0);
+    e.Bind(done);
+  }
+  // Submits the record at R1 with the wakeup flags in R8, and clears the consumer's flag when
+  // they force a wakeup. Clobbers R0-R5.
+  void SubmitR8() {
+    Label sent = e.NewLabel();
+    e.Mov(R2, R8);
+    e.Call(BPF_FUNC_ringbuf_submit);
+    e.JmpIfImm(BPF_JNE, R8, BPF_RB_FORCE_WAKEUP, sent);
+    ClearConsumerWake();
+    e.Bind(sent);
   }
   // R0 = ringbuf_reserve(size); jumps to `fail` (after counting the loss) when full.
   void Reserve(int32_t size, int stat, Label fail) {
@@ -663,7 +688,14 @@ void GenFlushFunc(Gen& g) {
   e.AluImm(BPF_ADD, R2, kStage);
   e.Mov(R4, R6);
   e.Call(BPF_FUNC_ringbuf_output);
-  e.JmpIfImm(BPF_JSGE, R0, 0, done);
+  {
+    Label failed = e.NewLabel();
+    e.JmpIfImm(BPF_JSLT, R0, 0, failed);
+    e.JmpIfImm(BPF_JNE, R6, BPF_RB_FORCE_WAKEUP, done);
+    g.ClearConsumerWake();
+    e.Jmp(done);
+    e.Bind(failed);
+  }
   g.CountN(kStatLostRecords, kFpStaged);
   g.CountN(kStatLostFragments, kFpStagedFrags);
   e.Bind(done);
@@ -1307,8 +1339,7 @@ void GenCallBody(Gen& g, CallOut how = CallOut::kSubmit) {
   e.Store(8, R6, 112, R1);
   if (how == CallOut::kStageOnly) return;
   e.Mov(R1, R6);
-  e.Mov(R2, R8);
-  e.Call(BPF_FUNC_ringbuf_submit);
+  g.SubmitR8();
 }
 
 // kVRing for a syscall probe (R7 = task, R9 = scratch, tid at kScrFrag + 4): the thread's ring,
@@ -1508,12 +1539,13 @@ void GenSysExit(Gen& g) {
   e.Comment("buffers coming out of the kernel");
   GenPhase(g, Phase::kExit);
   e.Bind(record);
-  e.Comment("wake the consumer or the governor when the ring fills: looked at every few calls,");
-  e.Comment(
-      "and after a buffer went to the ring in whole fragments. The consumer's flag is taken,");
-  e.Comment("so the calls after this one do not interrupt the program again; the governor's is");
-  e.Comment("only read: the consumer may empty the ring before the governor's wakeup is seen, and");
-  e.Comment("that wakeup is then lost, so it is sent again until the governor says it is awake");
+  // Wake the consumer or the governor when the ring fills: looked at every few calls, and after
+  // anything went straight to the ring. The record that carries the wakeup clears the consumer's
+  // flag once written (ClearConsumerWake), so the calls after it do not interrupt the program
+  // again; a write that failed leaves the flag for the next call. The governor's flag is only
+  // read: the consumer may empty the ring before the governor's wakeup is seen, and the wakeup is
+  // then lost, so it is sent again until the governor says it is awake.
+  e.Comment("wake the consumer or the governor when the ring fills");
   e.MovImm(R8, BPF_RB_NO_WAKEUP);
   {
     Label look = e.NewLabel();
@@ -1547,11 +1579,6 @@ void GenSysExit(Gen& g) {
     e.Call(BPF_FUNC_ringbuf_query);
     e.LdImm64(R1, g.o.wake_bytes);
     e.JmpIf(BPF_JLE, R0, R1, quiet);
-    e.MovImm(R1, 0);
-    e.AtomicXchg64(R6, 0, R1);
-    e.Load(8, R2, R7, 0);
-    e.Alu(BPF_OR, R1, R2);
-    e.JmpIfImm(BPF_JEQ, R1, 0, quiet);
   }
   e.MovImm(R8, BPF_RB_FORCE_WAKEUP);
   e.Bind(quiet);
@@ -1602,8 +1629,7 @@ void GenSysExit(Gen& g) {
   e.Load(8, R1, R9, kScrEntry + 0);
   e.Store(8, R0, 24, R1);
   e.Mov(R1, R0);
-  e.Mov(R2, R8);
-  e.Call(BPF_FUNC_ringbuf_submit);
+  g.SubmitR8();
 }
 
 // fp-8 = 0, fp-16 = tgid, fp-24 = tid (each in a zeroed u64 slot). R6 = ctx.
