@@ -763,16 +763,20 @@ Status EbpfRecorder::GovernorEvents() {
   return Status::Ok();
 }
 
-// --loss=block: freeze the program while a ring is more than a quarter full, thaw it once the
-// consumers have brought every ring down to a sixteenth. Four threads reading cached files fill 8
+// --loss=block: freeze the program while a ring is more than half full, thaw it once the
+// consumers have brought every ring down to an eighth. Four threads reading cached files fill 8
 // MiB in about a millisecond, so this thread must run on time even when the program's threads keep
 // every CPU busy: it asks for a real-time priority (it sleeps nearly always). While the rings are
 // calm it sleeps until the probes wake it: they look at the ring's fill every few calls and after
-// every buffer written straight to the ring, and force a wakeup past an eighth while it sleeps
-// (kGovernorWakeSlot). It then looks every 100 µs until the rings are calm again. A single buffer
-// takes at most a quarter of a ring (kBufferShareOfRing), so two CPUs each writing one when a
-// look has just found the ring below the quarter still leave room for a third. (Freezing at half
-// paused W5 40 times instead of 95 for the same time, but left room for one buffer per CPU only.)
+// every write straight to the ring, and force a wakeup past an eighth while it sleeps
+// (kGovernorWakeSlot). It then looks every 100 µs until the rings are calm again.
+//
+// Every freeze is seen in the trace: a thread that waits (a futex, a read) is woken to freeze, and
+// its call returns ERESTARTSYS and is made again. Freezing at a quarter paused W5 about 180 times,
+// 180 calls its untraced run does not make; at half, about 90. The room above half is two
+// buffers of the largest size (kBufferShareOfRing), one for each CPU of the machines measured:
+// more CPUs writing such buffers at the moment of a look could still fill a ring, and what the
+// ring cannot take is counted as lost.
 //
 // Looking every millisecond instead, as it did before the probes could wake it, cost W3 6.6 ms
 // of the program's own time (medians of 15 interleaved runs): each look preempts what runs
@@ -793,7 +797,7 @@ void EbpfRecorder::Govern() {
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-  const uint64_t high = ring_bytes_ / 4, low = ring_bytes_ / 16, busy = ring_bytes_ / 8;
+  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = ring_bytes_ / 8;
   uint64_t* asleep = asleep_.get() + kGovernorWakeSlot;
   auto pending = [this] {
     uint64_t p = 0;
