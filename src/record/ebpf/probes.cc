@@ -190,6 +190,19 @@ struct Gen {
     e.AluImm(BPF_ADD, R1, 1);
     e.Store(2, R9, kVStagedFrags, R1);
   }
+  // dst = the staging place R4 (see StagePlace) as a pointer into the scratch.
+  void StagingAt(Reg dst) {
+    e.Mov(dst, R9);
+    e.AluImm(BPF_ADD, dst, kStage + sizeof(WireBatch));
+    e.Alu(BPF_ADD, dst, R4);
+  }
+  // The fragment header in the scratch, copied to dst. Clobbers R1.
+  void CopyFragHeader(Reg dst) {
+    for (int w = 0; w < 7; ++w) {
+      e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
+      e.Store(8, dst, static_cast<int16_t>(8 * w), R1);
+    }
+  }
   // Counts a failed ring-buffer output (R0 < 0).
   void CountIfFailed(int slot) {
     Label ok = e.NewLabel();
@@ -327,10 +340,7 @@ void GenFragCallback(Gen& g) {
   e.StoreImm(4, R9, kScrFrag + 48, kFragBytes);
   g.Reserve(56 + kFragBytes, kStatLostFragments, stop);
   e.Mov(R6, R0);
-  for (int w = 0; w < 7; ++w) {
-    e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
-    e.Store(8, R6, static_cast<int16_t>(8 * w), R1);
-  }
+  g.CopyFragHeader(R6);
   e.Mov(R1, R6);
   e.AluImm(BPF_ADD, R1, 56);
   e.MovImm(R2, kFragBytes);
@@ -414,13 +424,8 @@ void GenShortBuffer(Gen& g, Label done) {
   e.JmpIfImm(BPF_JGT, R7, kStageFragMax, direct);
   e.Comment("staged, read straight into the staging area (see WireBatch)");
   g.StagePlace();
-  e.Mov(R5, R9);
-  e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
-  e.Alu(BPF_ADD, R5, R4);
-  for (int w = 0; w < 7; ++w) {
-    e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
-    e.Store(8, R5, static_cast<int16_t>(8 * w), R1);
-  }
+  g.StagingAt(R5);
+  g.CopyFragHeader(R5);
   e.Mov(R1, R5);
   e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
   e.Mov(R2, R7);
@@ -1066,9 +1071,7 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   e.Store(4, R9, kScrFrag + 48, R7);
   e.JmpIfImm(BPF_JGT, R7, most, longer);
   g.StagePlace();
-  e.Mov(R5, R9);
-  e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
-  e.Alu(BPF_ADD, R5, R4);
+  g.StagingAt(R5);
   e.Mov(R1, R5);
   e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
   e.Mov(R2, R7);
@@ -1100,10 +1103,7 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
     e.Bind(whole);
     g.Reserve(sizeof(WireFragHeader) + kFragBytes, kStatLostFragments, done);
     e.Mov(R7, R0);
-    for (int w = 0; w < 7; ++w) {
-      e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
-      e.Store(8, R7, static_cast<int16_t>(8 * w), R1);
-    }
+    g.CopyFragHeader(R7);
     e.Mov(R1, R7);
     e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
     e.MovImm(R2, kFragBytes);
@@ -1144,13 +1144,8 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   e.Comment("the header, then the fragment counted as staged");
   e.Load(4, R4, R9, kVStaged);
   e.JmpIfImm(BPF_JGT, R4, kStageBytes - kStageFragRoom, general);  // never: for the verifier
-  e.Mov(R5, R9);
-  e.AluImm(BPF_ADD, R5, kStage + sizeof(WireBatch));
-  e.Alu(BPF_ADD, R5, R4);
-  for (int w = 0; w < 7; ++w) {
-    e.Load(8, R1, R9, static_cast<int16_t>(kScrFrag + 8 * w));
-    e.Store(8, R5, static_cast<int16_t>(8 * w), R1);
-  }
+  g.StagingAt(R5);
+  g.CopyFragHeader(R5);
   g.CommitStagedFragment();
   e.Jmp(done);
 }
