@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -797,7 +796,9 @@ void EbpfRecorder::Govern() {
   sched_param rt{};
   rt.sched_priority = 1;
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
-  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = ring_bytes_ / 8;
+  // Busy past the mark at which the probes wake this thread: one value, so that it never sleeps
+  // on a ring the probes will not wake it for.
+  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = po_.wake_bytes;
   uint64_t* asleep = asleep_.get() + kGovernorWakeSlot;
   auto pending = [this] {
     uint64_t p = 0;

@@ -268,6 +268,44 @@ struct Gen {
     e.Jmp(fail);
     e.Bind(ok);
   }
+  // The R7 bytes at R3 (fewer than kFragBytes; the fragment header set) read into the scratch
+  // and written to the ring, after what is staged, behind their header. `unreadable` when the
+  // read fails.
+  void DirectFragment(Label unreadable) {
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, kScrData);
+    e.Mov(R2, R7);
+    e.Call(BPF_FUNC_probe_read_user);
+    e.JmpIfImm(BPF_JNE, R0, 0, unreadable);
+    e.Mov(R3, R7);
+    e.AluImm(BPF_ADD, R3, sizeof(WireFragHeader));
+    OutputR3(kScrFrag);
+    CountIfFailed(kStatLostFragments);
+  }
+  // A whole fragment at `src`, read straight into a record reserved for it (at `rec`) behind
+  // its header (set). `full` when the ring has no room (counted); `unreadable` when the read
+  // fails (the record discarded). Both registers are callee-saved ones.
+  void WholeFragment(Reg src, Reg rec, Label full, Label unreadable) {
+    Label read = e.NewLabel();
+    Reserve(sizeof(WireFragHeader) + kFragBytes, kStatLostFragments, full);
+    e.Mov(rec, R0);
+    CopyFragHeader(rec);
+    e.Mov(R1, rec);
+    e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
+    e.MovImm(R2, kFragBytes);
+    e.Mov(R3, src);
+    e.Call(BPF_FUNC_probe_read_user);
+    e.JmpIfImm(BPF_JEQ, R0, 0, read);
+    e.Mov(R1, rec);
+    e.MovImm(R2, BPF_RB_NO_WAKEUP);
+    e.Call(BPF_FUNC_ringbuf_discard);
+    e.Jmp(unreadable);
+    e.Bind(read);
+    e.Mov(R1, rec);
+    e.MovImm(R2, BPF_RB_NO_WAKEUP);
+    e.Call(BPF_FUNC_ringbuf_submit);
+    e.StoreImm(4, R9, kVDirect, 1);
+  }
   // Copies the user registers r10..orig_ax of the current task (R7) into the scratch. The
   // typed pointer bpf_task_pt_regs returns is read with plain loads, which costs less than a
   // probe_read of the raw tracepoint's untyped one.
@@ -326,8 +364,7 @@ void GenFragCallback(Gen& g) {
   e.AluImm(BPF_AND, R0, 1);
   e.Exit();
 
-  Label stop = e.NewLabel(), tail = e.NewLabel(), full_fail = e.NewLabel(),
-        tail_fail = e.NewLabel();
+  Label stop = e.NewLabel(), tail = e.NewLabel(), tail_fail = e.NewLabel();
   e.BeginFunc(g.frag_fn, true);
   g.ZeroKey();
   g.Scratch(stop);
@@ -338,48 +375,24 @@ void GenFragCallback(Gen& g) {
   e.JmpIfImm(BPF_JLT, R1, kFragBytes, tail);
   e.Comment("a whole fragment, read into the ring");
   e.StoreImm(4, R9, kScrFrag + 48, kFragBytes);
-  g.Reserve(56 + kFragBytes, kStatLostFragments, stop);
-  e.Mov(R6, R0);
-  g.CopyFragHeader(R6);
-  e.Mov(R1, R6);
-  e.AluImm(BPF_ADD, R1, 56);
-  e.MovImm(R2, kFragBytes);
-  e.Load(8, R3, R9, kVAddr);
-  e.Load(8, R4, R9, kVOff);
-  e.Alu(BPF_ADD, R3, R4);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, full_fail);
-  e.Mov(R1, R6);
-  e.MovImm(R2, BPF_RB_NO_WAKEUP);
-  e.Call(BPF_FUNC_ringbuf_submit);
-  e.StoreImm(4, R9, kVDirect, 1);
+  e.Load(8, R8, R9, kVAddr);
+  e.Load(8, R1, R9, kVOff);
+  e.Alu(BPF_ADD, R8, R1);
+  g.WholeFragment(R8, R6, stop, tail_fail);
   e.Load(8, R1, R9, kVOff);
   e.AluImm(BPF_ADD, R1, kFragBytes);
   e.Store(8, R9, kVOff, R1);
   e.MovImm(R0, 0);
   e.Exit();
-  e.Bind(full_fail);
-  e.Mov(R1, R6);
-  e.MovImm(R2, BPF_RB_NO_WAKEUP);
-  e.Call(BPF_FUNC_ringbuf_discard);
-  e.Jmp(tail_fail);
 
   e.Bind(tail);
   e.Comment("the last, shorter fragment (possibly empty)");
   e.Mov(R7, R1);
   e.Store(4, R9, kScrFrag + 48, R7);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrData);
-  e.Mov(R2, R7);
   e.Load(8, R3, R9, kVAddr);
   e.Load(8, R4, R9, kVOff);
   e.Alu(BPF_ADD, R3, R4);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, tail_fail);
-  e.Mov(R3, R7);
-  e.AluImm(BPF_ADD, R3, 56);
-  g.OutputR3(kScrFrag);
-  g.CountIfFailed(kStatLostFragments);
+  g.DirectFragment(tail_fail);
   e.Jmp(stop);
   e.Bind(tail_fail);
   e.Comment("unreadable (not present): an empty piece says where it stopped");
@@ -435,16 +448,8 @@ void GenShortBuffer(Gen& g, Label done) {
   g.CommitStagedFragment();
   e.Jmp(done);
   e.Bind(direct);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrData);
-  e.Mov(R2, R7);
   e.Load(8, R3, R9, kVAddr);
-  e.Call(BPF_FUNC_probe_read_user);
-  e.JmpIfImm(BPF_JNE, R0, 0, fail);
-  e.Mov(R3, R7);
-  e.AluImm(BPF_ADD, R3, 56);
-  g.OutputR3(kScrFrag);
-  g.CountIfFailed(kStatLostFragments);
+  g.DirectFragment(fail);
   e.Jmp(done);
   e.Bind(fail);
   g.MarkRetry();
@@ -1032,8 +1037,8 @@ enum class Phase { kEnter, kExit, kEnterRetry };
 // dispatch on the rule's kind (about 30 ns of the 90 that a 1-byte write's buffer cost), and a
 // path without the copy through the scratch. Anything else (no such rule, a NULL or empty
 // buffer, a longer or capped one, memory that cannot be read) goes to `general`, which does it
-// all. R8 = spec, R9 =
-// scratch; the fragment header's type, tid, dir and sub are set. Clobbers R0-R7.
+// all. R8 = spec, R9 = scratch; the fragment header's type, tid, dir and sub are set. Clobbers
+// R0-R7.
 void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   Emitter& e = g.e;
   const int16_t rule = out ? kSpecExitOff : kSpecEnterOff;
@@ -1089,37 +1094,11 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
     e.JmpIf(BPF_JGT, R7, R1, general);
     e.JmpIfImm(BPF_JGT, R7, kFragBytes, general);
     e.JmpIfImm(BPF_JEQ, R7, kFragBytes, whole);
-    e.Mov(R1, R9);
-    e.AluImm(BPF_ADD, R1, kScrData);
-    e.Mov(R2, R7);
     e.Mov(R3, R6);
-    e.Call(BPF_FUNC_probe_read_user);
-    e.JmpIfImm(BPF_JNE, R0, 0, general);
-    e.Mov(R3, R7);
-    e.AluImm(BPF_ADD, R3, sizeof(WireFragHeader));
-    g.OutputR3(kScrFrag);
-    g.CountIfFailed(kStatLostFragments);
+    g.DirectFragment(general);
     e.Jmp(done);
     e.Bind(whole);
-    g.Reserve(sizeof(WireFragHeader) + kFragBytes, kStatLostFragments, done);
-    e.Mov(R7, R0);
-    g.CopyFragHeader(R7);
-    e.Mov(R1, R7);
-    e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
-    e.MovImm(R2, kFragBytes);
-    e.Mov(R3, R6);
-    e.Call(BPF_FUNC_probe_read_user);
-    Label read = e.NewLabel();
-    e.JmpIfImm(BPF_JEQ, R0, 0, read);
-    e.Mov(R1, R7);
-    e.MovImm(R2, BPF_RB_NO_WAKEUP);
-    e.Call(BPF_FUNC_ringbuf_discard);
-    e.Jmp(general);
-    e.Bind(read);
-    e.Mov(R1, R7);
-    e.MovImm(R2, BPF_RB_NO_WAKEUP);
-    e.Call(BPF_FUNC_ringbuf_submit);
-    e.StoreImm(4, R9, kVDirect, 1);
+    g.WholeFragment(R6, R7, done, general);
     e.Jmp(done);
   }
 
