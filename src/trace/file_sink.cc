@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/thread_name.h"
+
 namespace fay::trace {
 
 void FileSink::FreeDeleter::operator()(uint8_t* p) const {
@@ -30,7 +32,10 @@ FileSink::FileSink(OwnedFd fd, std::string what) : fd_(std::move(fd)), what_(std
     return;
   }
   direct_ = SetDirect(true);
-  io_ = std::thread([this] { IoLoop(); });
+  io_ = std::thread([this] {
+    NameThisThread("fay-writer");
+    IoLoop();
+  });
 }
 
 FileSink::~FileSink() {

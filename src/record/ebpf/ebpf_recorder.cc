@@ -28,6 +28,7 @@
 #include "bpf/program.h"
 #include "bpf/ring_consumer.h"
 #include "common/child_process.h"
+#include "common/thread_name.h"
 #include "common/worker_thread.h"
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
@@ -854,6 +855,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // and progs_.
   Status loaded = Error(Code::kInternal, "not loaded");
   std::thread loader([this, &loaded] {
+    NameThisThread("fay-loader");
     loaded = Prepare();
     if (loaded.ok()) loaded = LoadProbes();
   });
@@ -938,9 +940,17 @@ Expected<RecordResult> EbpfRecorder::Run() {
   if (Status st = AttachProcessProbes(); !st.ok()) return abandon(st);
   if (Status st = AttachSyscallProbes(); !st.ok()) return abandon(st);
   std::vector<std::thread> consumers;
-  for (auto& l : lanes_) consumers.emplace_back([this, lp = l.get()] { Consume(*lp); });
+  for (auto& l : lanes_)
+    consumers.emplace_back([this, lp = l.get()] {
+      NameThisThread("fay-consumer");
+      Consume(*lp);
+    });
   std::thread governor;
-  if (throttle_) governor = std::thread([this] { Govern(); });
+  if (throttle_)
+    governor = std::thread([this] {
+      NameThisThread("fay-governor");
+      Govern();
+    });
 
   signals.Handle(OnStopSignal);
 
