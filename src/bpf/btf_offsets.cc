@@ -37,7 +37,7 @@ bool ReadCache(TaskOffsets* out) {
   if (!(in >> o.comm >> o.pid >> o.tgid >> o.real_parent >> o.exit_code >> o.binprm_filename >>
         o.exit_has_group_dead >> o.cred >> o.cred_uid >> o.sys_enter_btf_id >> o.sys_exit_btf_id >>
         o.cpu >> o.task_struct_btf_id >> o.rdonly_cast_btf_id >> o.pending_signal >> o.signal >>
-        o.signal_flags >> o.group_exit_code >> o.group_exec_task) ||
+        o.signal_flags >> o.group_exit_code >> o.group_exec_task >> o.shared_pending_signal) ||
       o.comm < 0 || o.pid < 0 || o.tgid < 0 || o.real_parent < 0 || o.exit_code < 0)
     return false;
   *out = o;
@@ -56,7 +56,7 @@ void WriteCache(const TaskOffsets& o) {
       << o.cred_uid << " " << o.sys_enter_btf_id << " " << o.sys_exit_btf_id << " " << o.cpu << " "
       << o.task_struct_btf_id << " " << o.rdonly_cast_btf_id << " " << o.pending_signal << " "
       << o.signal << " " << o.signal_flags << " " << o.group_exit_code << " " << o.group_exec_task
-      << "\n";
+      << " " << o.shared_pending_signal << "\n";
     if (!f) return;
   }
   // Atomic: a concurrent fay reads the old file or the new one, never half of one.
@@ -119,6 +119,8 @@ Expected<TaskOffsets> ParseTaskStructOffsets() {
     int pending = MemberOffset(vmlinux, "task_struct", "pending");
     int signal = MemberOffset(vmlinux, "sigpending", "signal");
     if (pending >= 0 && signal >= 0) out.pending_signal = pending + signal;
+    int shared = MemberOffset(vmlinux, "signal_struct", "shared_pending");
+    if (shared >= 0 && signal >= 0) out.shared_pending_signal = shared + signal;
   }
   out.signal = MemberOffset(vmlinux, "task_struct", "signal");
   out.signal_flags = MemberOffset(vmlinux, "signal_struct", "flags");

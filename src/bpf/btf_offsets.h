@@ -31,6 +31,9 @@ struct TaskOffsets {
   // task_struct.signal, and signal_struct's flags, group_exit_code and group_exec_task (5.16+):
   // why the thread is dying. -1 when unknown.
   int signal = -1, signal_flags = -1, group_exit_code = -1, group_exec_task = -1;
+  // signal_struct.shared_pending.signal.sig[0]: the signals sent to the whole process; -1 when
+  // unknown.
+  int shared_pending_signal = -1;
 };
 // Byte offsets of task_struct.comm, .pid and .tgid; kNotFound when the kernel has no BTF.
 Expected<TaskOffsets> TaskStructOffsets();

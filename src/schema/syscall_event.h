@@ -63,7 +63,9 @@ struct CapturedBuffer {
 enum : uint32_t {
   kEventNoExit = 1u << 0,       // the call never returned (exit, exit_group, a successful execve
                                 // in another thread, or the task was killed inside it)
-  kEventInterrupted = 1u << 1,  // interrupted and restarted (ERESTARTSYS family)
+  kEventInterrupted = 1u << 1,  // returned a restart code (ERESTARTSYS family) with no signal
+                                // pending: the kernel makes it again unseen. The eBPF recorder
+                                // folds it into that call (record/ebpf/restart_merger.h).
 };
 
 struct SyscallEvent {

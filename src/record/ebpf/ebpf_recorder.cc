@@ -32,6 +32,7 @@
 #include "common/worker_thread.h"
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
+#include "record/ebpf/restart_merger.h"
 #include "record/ebpf/throttle.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
@@ -340,6 +341,7 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
   o->sys_exit_btf_id = off->sys_exit_btf_id;
   o->task_pending_signal = off->pending_signal;
   o->task_signal = off->signal;
+  o->signal_shared_pending = off->shared_pending_signal;
   o->signal_flags = off->signal_flags;
   o->group_exit_code = off->group_exit_code;
   o->group_exec_task = off->group_exec_task;
@@ -414,6 +416,7 @@ class EbpfRecorder {
     std::unique_ptr<bpf::RingConsumer> ring;
     Assembler assembler;
     Assembler::Out out;
+    RestartMerger restarts;
     std::vector<trace::Writer::Item> batch;
     bool write_failed = false;
     uint64_t syscalls = 0, processes = 0, threads = 0;  // handed to the writer; forks seen
@@ -675,6 +678,7 @@ void EbpfRecorder::Deliver(Lane& l) {
   }
   auto& sc = l.out.syscalls;
   auto& pr = l.out.processes;
+  l.restarts.Apply(&sc);
   size_t calls = sc.size();
   bool handed;
   if (pr.empty()) {
@@ -771,9 +775,10 @@ Status EbpfRecorder::GovernorEvents() {
 // every write straight to the ring, and force a wakeup past an eighth while it sleeps
 // (kGovernorWakeSlot). It then looks every 100 µs until the rings are calm again.
 //
-// Every freeze is seen in the trace: a thread that waits (a futex, a read) is woken to freeze, and
-// its call returns ERESTARTSYS and is made again. Freezing at a quarter paused W5 about 180 times,
-// 180 calls its untraced run does not make; at half, about 90. The room above half is two
+// A thread that waits (a futex, a read) is woken to freeze, and its call returns ERESTARTSYS and
+// is made again after the thaw. The trace shows the one call the program made (RestartMerger),
+// but each freeze still costs such a thread a wakeup and a second entry into its call: freezing
+// at a quarter paused W5 about 180 times, at half about 90. The room above half is two
 // buffers of the largest size (kBufferShareOfRing), one for each CPU of the machines measured:
 // more CPUs writing such buffers at the moment of a look could still fill a ring, and what the
 // ring cannot take is counted as lost.

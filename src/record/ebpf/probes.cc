@@ -1393,6 +1393,36 @@ void GenKilled(Gen& g) {
   e.Bind(done);
 }
 
+// kVCallFlags |= kEventInterrupted when the call returns a restart code with no signal pending,
+// to the thread or to its process: the kernel then makes the call again before the program
+// runs, and the consumer folds this attempt into that one (RestartMerger). ret -515
+// (ENOIOCTLCMD) lies in the range but is not one. R9 = scratch.
+void GenRestarted(Gen& g) {
+  const ProbeOptions& o = g.o;
+  if (o.task_pending_signal < 0 || o.task_signal < 0 || o.signal_shared_pending < 0 ||
+      o.task_struct_btf_id <= 0 || o.rdonly_cast_btf_id <= 0)
+    return;
+  Emitter& e = g.e;
+  Label done = e.NewLabel();
+  constexpr int32_t kERestartSys = 512, kERestartRestartBlock = 516, kENoIoctlCmd = 515;
+  e.Load(8, R1, R9, kVRet);
+  e.AluImm(BPF_ADD, R1, kERestartRestartBlock);
+  e.JmpIfImm(BPF_JGT, R1, kERestartRestartBlock - kERestartSys, done);
+  e.JmpIfImm(BPF_JEQ, R1, kERestartRestartBlock - kENoIoctlCmd, done);
+  e.Load(8, R1, R10, kFpTask);
+  e.Load(8, R2, R1, static_cast<int16_t>(o.task_pending_signal));
+  e.JmpIfImm(BPF_JNE, R2, 0, done);
+  e.MovImm(R2, o.task_struct_btf_id);
+  e.CallKfunc(o.rdonly_cast_btf_id);
+  e.Load(8, R1, R0, static_cast<int16_t>(o.task_signal));
+  e.Load(8, R2, R1, static_cast<int16_t>(o.signal_shared_pending));
+  e.JmpIfImm(BPF_JNE, R2, 0, done);
+  e.Load(4, R1, R9, kVCallFlags);
+  e.AluImm(BPF_OR, R1, kEventInterrupted);
+  e.Store(4, R9, kVCallFlags, R1);
+  e.Bind(done);
+}
+
 void GenSysEnter(Gen& g) {
   Emitter& e = g.e;
   Label two = e.NewLabel(), buffers = e.NewLabel();
@@ -1492,6 +1522,7 @@ void GenSysExit(Gen& g) {
   e.Load(8, R1, R6, 8);
   e.Store(8, R9, kVRet, R1);
   GenKilled(g);
+  GenRestarted(g);
   e.Call(BPF_FUNC_ktime_get_ns);
   e.Store(8, R9, kScrEntry + 0, R0);
   g.ArgsToEntry();

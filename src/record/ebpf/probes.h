@@ -191,6 +191,9 @@ struct ProbeOptions {
   // SIGKILL is one ptrace would also see the call end with (exec, exit_group, kill -9), or a
   // fatal signal the kernel turned into SIGKILL only because nobody traces the process.
   int task_signal = -1, signal_flags = -1, group_exit_code = -1, group_exec_task = -1;
+  // signal_struct.shared_pending.signal.sig[0]; -1: unknown (a call the kernel restarts unseen
+  // is then recorded twice, as the attempt a freeze cut short and the one that completed).
+  int signal_shared_pending = -1;
   // Rings, each read by a consumer thread of its own (at most kMaxRings). A thread's records
   // all go to ring tid % rings, so that one consumer sees them in order; the execs (enter and
   // return records, and what they capture) go to ring tgid % rings, because a thread that execs
