@@ -3,7 +3,7 @@
 # everything is already installed.
 set -e
 PKGS="build-essential cmake pkg-config git libbpf-dev libelf-dev zlib1g-dev libzstd-dev
-libxxhash-dev libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev bpftool
+libxxhash-dev libisal-dev libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev bpftool
 bpftrace strace linux-perf sqlite3 python3 babeltrace2"
 missing=""
 for p in $PKGS; do

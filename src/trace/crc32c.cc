@@ -3,9 +3,7 @@
 #include <array>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <nmmintrin.h>
-#endif
+#include <isa-l/crc.h>
 
 namespace fay::trace {
 namespace {
@@ -47,87 +45,18 @@ uint32_t Crc32cTable(const void* data, size_t n, uint32_t crc) {
   return ~c;
 }
 
-#if defined(__x86_64__)
-namespace {
-
-// Three independent crc32 instruction chains run three times as fast as one (the instruction's
-// latency is three cycles, its throughput one), so long buffers are summed as three lanes of
-// kLane bytes that are then joined. Joining moves a lane's register past the kLane bytes of the
-// lanes after it: appending zeros to a CRC is linear in the register, a table per byte of it.
-constexpr size_t kLane = 4096;
-
-__attribute__((target("sse4.2"))) uint64_t Crc32cRun(uint64_t c, const uint8_t* p, size_t n) {
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    c = _mm_crc32_u64(c, w);
-  }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  while (n--) c32 = _mm_crc32_u8(c32, *p++);
-  return c32;
-}
-
-struct LaneShift {
-  uint32_t t[4][256];
-  LaneShift() {
-    static const uint8_t zeros[kLane] = {};
-    uint32_t basis[32];
-    for (int bit = 0; bit < 32; ++bit)
-      basis[bit] = static_cast<uint32_t>(Crc32cRun(uint64_t{1} << bit, zeros, kLane));
-    for (int k = 0; k < 4; ++k)
-      for (uint32_t b = 0; b < 256; ++b) {
-        uint32_t v = 0;
-        for (int i = 0; i < 8; ++i)
-          if (b & (1u << i)) v ^= basis[8 * k + i];
-        t[k][b] = v;
-      }
-  }
-  uint32_t operator()(uint32_t c) const {
-    return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
-  }
-};
-
-}  // namespace
-
-__attribute__((target("sse4.2"))) uint32_t Crc32cHardware(const void* data, size_t n,
-                                                          uint32_t crc) {
-  static const LaneShift shift;
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint64_t c = static_cast<uint32_t>(~crc);
-  while (n >= 3 * kLane) {
-    uint64_t a = c, b = 0, d = 0;
-    for (size_t i = 0; i < kLane; i += 8) {
-      uint64_t wa, wb, wd;
-      std::memcpy(&wa, p + i, 8);
-      std::memcpy(&wb, p + kLane + i, 8);
-      std::memcpy(&wd, p + 2 * kLane + i, 8);
-      a = _mm_crc32_u64(a, wa);
-      b = _mm_crc32_u64(b, wb);
-      d = _mm_crc32_u64(d, wd);
-    }
-    c = shift(shift(static_cast<uint32_t>(a)) ^ static_cast<uint32_t>(b)) ^
-        static_cast<uint32_t>(d);
-    p += 3 * kLane;
-    n -= 3 * kLane;
-  }
-  return ~static_cast<uint32_t>(Crc32cRun(c, p, n));
-}
-
-bool Crc32cHardwareAvailable() {
-  static const bool available = __builtin_cpu_supports("sse4.2");
-  return available;
-}
-#else
-uint32_t Crc32cHardware(const void* data, size_t n, uint32_t crc) {
-  return Crc32cTable(data, n, crc);
-}
-bool Crc32cHardwareAvailable() {
-  return false;
-}
-#endif
-
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
-  return Crc32cHardwareAvailable() ? Crc32cHardware(data, n, crc) : Crc32cTable(data, n, crc);
+  // ISA-L's crc32_iscsi neither inverts on entry nor on exit, and takes an int length.
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t c = ~crc;
+  constexpr size_t kPiece = size_t{1} << 30;
+  while (n > 0) {
+    size_t take = n < kPiece ? n : kPiece;
+    c = crc32_iscsi(const_cast<uint8_t*>(p), static_cast<int>(take), c);
+    p += take;
+    n -= take;
+  }
+  return ~c;
 }
 
 }  // namespace fay::trace

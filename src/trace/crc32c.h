@@ -8,12 +8,10 @@
 namespace fay::trace {
 
 // CRC32C of data, continuing from crc (0 to start): Crc32c(ab) == Crc32c(b, Crc32c(a)).
-// Uses the SSE4.2 crc32 instruction when the CPU has it, a table otherwise.
+// ISA-L's, which chooses the fastest code for the CPU at run time.
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
 
-// The two implementations, exposed so tests can check that they agree.
+// A plain table-driven CRC32C: the reference the tests hold ISA-L's to.
 uint32_t Crc32cTable(const void* data, size_t n, uint32_t crc = 0);
-uint32_t Crc32cHardware(const void* data, size_t n, uint32_t crc = 0);  // needs SSE4.2
-bool Crc32cHardwareAvailable();
 
 }  // namespace fay::trace
