@@ -8,6 +8,17 @@
 namespace fay::cli {
 namespace {
 
+// The end line's note on --loss=block's pauses. A waiting call a pause interrupted is made again
+// by the kernel, and the trace holds it once; saying how many shows that this happened.
+std::string PauseNote(const record::RecordResult& r) {
+  std::string s = fmt::format("; the command was paused {} times for fay to catch up", r.pauses);
+  if (r.restarts_folded == 1) s += " (1 waiting call they interrupted is recorded once)";
+  if (r.restarts_folded > 1)
+    s += fmt::format(" ({} waiting calls they interrupted are recorded once each)",
+                     r.restarts_folded);
+  return s;
+}
+
 struct RecordCli {
   record::RecordOptions opt;
   std::string max_buffer;
@@ -61,9 +72,7 @@ int Run(RecordCli& c) {
                "({:.1f} KiB, {:.1f} KiB of buffers){}\n",
                r->syscalls, r->processes, r->threads, r->seconds, r->path, r->file_bytes / 1024.0,
                r->bytes_captured / 1024.0,
-               r->pauses
-                   ? fmt::format("; the command was paused {} times for fay to catch up", r->pauses)
-                   : std::string(r->detached ? "; detached" : ""));
+               r->pauses ? PauseNote(*r) : std::string(r->detached ? "; detached" : ""));
   return r->exit_code;
 }
 

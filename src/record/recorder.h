@@ -42,8 +42,9 @@ struct RecordResult {
   uint64_t threads = 0;
   uint64_t bytes_captured = 0;
   uint64_t file_bytes = 0;
-  uint64_t lost_events = 0;  // eBPF backend with --loss=drop: events the ring had no room for
-  uint64_t pauses = 0;       // eBPF backend with --loss=block: times the command was frozen
+  uint64_t lost_events = 0;      // eBPF backend with --loss=drop: events the ring had no room for
+  uint64_t pauses = 0;           // eBPF backend with --loss=block: times the command was frozen
+  uint64_t restarts_folded = 0;  // eBPF backend: calls a freeze interrupted, recorded once
   double seconds = 0;
   std::string error;  // non-empty: the trace stopped early because of this
 };

@@ -664,7 +664,12 @@ void EbpfRecorder::DrainStaged() {
     std::memcpy(&ring, v.data() + kStagedRingOffset, sizeof ring);
     OnRecord(*lanes_[rings_ > 1 && ring < rings_ ? ring : 0], rec.data(), rec.size());
   }
-  for (auto& l : lanes_) Deliver(*l);
+  for (auto& l : lanes_) {
+    Deliver(*l);
+    // Attempts whose thread made no call after them before the probes were detached.
+    l->restarts.Flush(&l->out.syscalls);
+    Deliver(*l);
+  }
 }
 
 void EbpfRecorder::Deliver(Lane& l) {
@@ -678,7 +683,7 @@ void EbpfRecorder::Deliver(Lane& l) {
   }
   auto& sc = l.out.syscalls;
   auto& pr = l.out.processes;
-  l.restarts.Apply(&sc);
+  l.restarts.Apply(&sc, pr);
   size_t calls = sc.size();
   bool handed;
   if (pr.empty()) {
@@ -989,6 +994,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   for (std::thread& t : consumers) t.join();
   DrainStaged();
   for (const auto& l : lanes_) {
+    result_.restarts_folded += l->restarts.folded();
     result_.syscalls += l->syscalls;
     result_.processes += l->processes;
     result_.threads += l->threads;
