@@ -542,11 +542,11 @@ struct Restart {
   std::string_view message;
 };
 constexpr Restart kRestartCodes[] = {
-    {512, "ERESTARTSYS", "To be restarted if SA_RESTART is set"},
-    {513, "ERESTARTNOINTR", "To be restarted"},
-    {514, "ERESTARTNOHAND", "To be restarted if no handler"},
+    {kERestartSys, "ERESTARTSYS", "To be restarted if SA_RESTART is set"},
+    {kERestartNoIntr, "ERESTARTNOINTR", "To be restarted"},
+    {kERestartNoHand, "ERESTARTNOHAND", "To be restarted if no handler"},
     {515, "ENOIOCTLCMD", "No ioctl command"},
-    {516, "ERESTART_RESTARTBLOCK", "Interrupted by signal"},
+    {kERestartRestartBlock, "ERESTART_RESTARTBLOCK", "Interrupted by signal"},
     {517, "EPROBE_DEFER", "Driver probe deferred"},
     {518, "EOPENSTALE", "Open stale"},
     {521, "EBADHANDLE", "Illegal NFS file handle"},

@@ -36,6 +36,12 @@ std::string SignalName(int sig);
 // "INT" (for sigset lists); "RTMIN", "RT_1", ... for real-time signals.
 std::string SignalShortName(int sig);
 
+// The kernel's own codes a call may return to the kernel, never to the program
+// (include/linux/errno.h): the kernel makes the call again, or turns the code into EINTR for a
+// signal handler. 515 (ENOIOCTLCMD), between them, is not one.
+inline constexpr int kERestartSys = 512, kERestartNoIntr = 513, kERestartNoHand = 514,
+                     kERestartRestartBlock = 516;
+
 // "ENOENT", and the restart codes strace shows (ERESTARTSYS, ...); empty when unknown.
 std::string_view ErrnoName(int err);
 // "No such file or directory"; strace's wording for the restart codes.

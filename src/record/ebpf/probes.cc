@@ -9,6 +9,7 @@
 #include "record/ebpf/capture_spec.h"
 #include "schema/syscall_capture.h"
 #include "schema/syscall_event.h"
+#include "schema/syscall_values.h"
 
 namespace fay::record::ebpf {
 namespace {
@@ -203,6 +204,13 @@ struct Gen {
       e.Store(8, dst, static_cast<int16_t>(8 * w), R1);
     }
   }
+  // bpf_probe_read_user of R2 bytes at user address R3 into the data behind the fragment
+  // header at dst; R0 is its result.
+  void ReadUserBehindHeader(Reg dst) {
+    e.Mov(R1, dst);
+    e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
+    e.Call(BPF_FUNC_probe_read_user);
+  }
   // Counts a failed ring-buffer output (R0 < 0).
   void CountIfFailed(int slot) {
     Label ok = e.NewLabel();
@@ -290,11 +298,9 @@ struct Gen {
     Reserve(sizeof(WireFragHeader) + kFragBytes, kStatLostFragments, full);
     e.Mov(rec, R0);
     CopyFragHeader(rec);
-    e.Mov(R1, rec);
-    e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
     e.MovImm(R2, kFragBytes);
     e.Mov(R3, src);
-    e.Call(BPF_FUNC_probe_read_user);
+    ReadUserBehindHeader(rec);
     e.JmpIfImm(BPF_JEQ, R0, 0, read);
     e.Mov(R1, rec);
     e.MovImm(R2, BPF_RB_NO_WAKEUP);
@@ -439,11 +445,9 @@ void GenShortBuffer(Gen& g, Label done) {
   g.StagePlace();
   g.StagingAt(R5);
   g.CopyFragHeader(R5);
-  e.Mov(R1, R5);
-  e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
   e.Mov(R2, R7);
   e.Load(8, R3, R9, kVAddr);
-  e.Call(BPF_FUNC_probe_read_user);
+  g.ReadUserBehindHeader(R5);
   e.JmpIfImm(BPF_JNE, R0, 0, fail);
   g.CommitStagedFragment();
   e.Jmp(done);
@@ -1077,11 +1081,9 @@ void GenPlainRule(Gen& g, bool out, Label general, Label done) {
   e.JmpIfImm(BPF_JGT, R7, most, longer);
   g.StagePlace();
   g.StagingAt(R5);
-  e.Mov(R1, R5);
-  e.AluImm(BPF_ADD, R1, sizeof(WireFragHeader));
   e.Mov(R2, R7);
   e.Mov(R3, R6);
-  e.Call(BPF_FUNC_probe_read_user);
+  g.ReadUserBehindHeader(R5);
   e.JmpIfImm(BPF_JNE, R0, 0, general);
   e.Jmp(commit);
 
@@ -1404,11 +1406,12 @@ void GenRestarted(Gen& g) {
     return;
   Emitter& e = g.e;
   Label done = e.NewLabel();
-  constexpr int32_t kERestartSys = 512, kERestartRestartBlock = 516, kENoIoctlCmd = 515;
+  static_assert(kERestartNoIntr == kERestartSys + 1 && kERestartNoHand == kERestartSys + 2 &&
+                kERestartRestartBlock == kERestartSys + 4);
   e.Load(8, R1, R9, kVRet);
   e.AluImm(BPF_ADD, R1, kERestartRestartBlock);
   e.JmpIfImm(BPF_JGT, R1, kERestartRestartBlock - kERestartSys, done);
-  e.JmpIfImm(BPF_JEQ, R1, kERestartRestartBlock - kENoIoctlCmd, done);
+  e.JmpIfImm(BPF_JEQ, R1, kERestartRestartBlock - (kERestartSys + 3), done);
   e.Load(8, R1, R10, kFpTask);
   e.Load(8, R2, R1, static_cast<int16_t>(o.task_pending_signal));
   e.JmpIfImm(BPF_JNE, R2, 0, done);

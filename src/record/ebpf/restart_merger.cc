@@ -4,11 +4,9 @@
 
 #include <iterator>
 
-namespace fay::record::ebpf {
+#include "schema/syscall_values.h"
 
-namespace {
-constexpr int64_t kERestartRestartBlock = 516;  // include/linux/errno.h
-}  // namespace
+namespace fay::record::ebpf {
 
 void RestartMerger::Apply(std::vector<SyscallEvent>* calls,
                           const std::vector<ProcessEvent>& processes) {
