@@ -312,7 +312,7 @@ StoredBlob Writer::StoreBlobNow(const uint8_t* data, size_t n, size_t lane) {
 void Writer::StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n) {
   // Each lane keeps its own store: a payload two lanes see is stored twice, which the reader
   // takes (the first copy wins), rather than every lane taking a lock per buffer.
-  if (!l.seen_blobs.Insert(h)) {
+  if (!l.recent_blobs.Insert(h)) {
     ++l.stats.blobs_deduped;
     return;
   }

@@ -24,7 +24,7 @@
 #include "trace/file_sink.h"
 #include "trace/footer.h"
 #include "trace/format.h"
-#include "trace/hash_set.h"
+#include "trace/recent_blobs.h"
 #include "trace/zstd_codec.h"
 
 namespace fay::trace {
@@ -135,7 +135,7 @@ class Writer {
     bool blobs_flushed = false;  // a blob chunk was written since the last events chunk
     uint32_t blob_skip = 0;      // blob chunks still to store without trying zstd
     uint32_t blob_skip_run = 0;  // the last such run's length (doubles while data stays random)
-    Hash128Set seen_blobs;
+    RecentBlobs recent_blobs;
     std::chrono::steady_clock::time_point chunk_deadline;
     WriterStats stats;  // the event and blob counters; the file's are in file_stats_
   };
