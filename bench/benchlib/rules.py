@@ -32,6 +32,10 @@ def record_rule(limit, check_size=True):
     return rule
 
 
+# W2's row for the bytes read written once to the traces' file system (workloads/w2_seqread.py).
+STORAGE_FLOOR = "storage alone: dd of the bytes read to the trace's disk"
+
+
 def ebpf_record_rule(limit=None):
     """Issue 5: fay record (ebpf) wall <= limit x untraced (limit None: no time limit), and no
     event lost in any run. Beside the figure: perf trace -s's and strace -f -o FILE's ratios to
@@ -65,6 +69,10 @@ def ebpf_record_rule(limit=None):
                     peers.append(f"{peer} failed")
             if peers:
                 head += "; " + ", ".join(peers)
+            floor = _row(results, STORAGE_FLOOR)
+            if floor and floor["status"] == "ok":
+                head += (f"; writing the bytes alone (dd, O_DIRECT) "
+                         f"{floor['median_wall_s'] / base['median_wall_s']:.2f} x")
             n = rec.get("events") or results.get("events")
             if n:
                 cost = (rec["median_wall_s"] - base["median_wall_s"]) / n * 1e9
