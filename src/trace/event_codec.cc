@@ -49,8 +49,13 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
   size_t room = kFixedMax + ev.buffers.size() * kPerBufferMax;
   for (const CapturedBuffer& buf : ev.buffers)
     if (!buf.stored && buf.bytes.size() <= kInlineMax) room += buf.bytes.size();
-  if (scratch_.size() < room) scratch_.resize(room);
-  uint8_t* const start = scratch_.data();
+  // Written in place, behind the record's kind and a one-byte length (most bodies are shorter
+  // than 128 bytes). Encoded into a scratch buffer and appended, a record cost three times as
+  // much: bench/consumer_bench took 0.39 s for 2M calls, against 0.13 s.
+  // Room for the longest length too, should the body move up (see the end).
+  const size_t at = out->size();
+  out->resize(at + 1 + 10 + room);
+  uint8_t* const start = out->data() + at + 2;
   uint8_t* p = start;
 
   ChunkCodecState::ThreadContext* known = nullptr;
@@ -120,10 +125,16 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
   }
   // Minor 2 appends the CPU, only when known; older readers ignore the byte.
   if (ev.cpu >= 0) p = PutZigzagAt(p, ev.cpu);
-  size_t len = static_cast<size_t>(p - start);
-  PutVarint(*out, static_cast<uint8_t>(RecordKind::kSyscall));
-  PutVarint(*out, len);
-  out->insert(out->end(), start, p);
+  const size_t len = static_cast<size_t>(p - start);
+  uint8_t* const head = out->data() + at;
+  static_assert(static_cast<uint8_t>(RecordKind::kSyscall) < 0x80);
+  head[0] = static_cast<uint8_t>(RecordKind::kSyscall);
+  uint8_t len_bytes[10];
+  const size_t n = static_cast<size_t>(PutVarintAt(len_bytes, len) - len_bytes);
+  // A longer body (inline buffers) moves up to make room for its length's extra bytes.
+  if (n > 1) std::memmove(head + 1 + n, start, len);
+  std::memcpy(head + 1, len_bytes, n);
+  out->resize(at + 1 + n + len);
 }
 
 void EventEncoder::Process(const ProcessEvent& ev, Bytes* out) {

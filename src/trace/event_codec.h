@@ -78,8 +78,6 @@ class EventEncoder {
  private:
   ChunkCodecState state_;
   Bytes body_;
-  // Syscall bodies are written here through a pointer; it only ever grows.
-  std::vector<uint8_t> scratch_;
 };
 
 struct DecodeSinks {
