@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 #include "trace/format.h"
 
@@ -31,22 +32,30 @@ class RecentBlobs {
       has_zero_ = true;
       return true;
     }
-    if (!buckets_) buckets_ = std::make_unique<Bucket[]>(kBuckets);
-    // XXH3's bits are uniform: the low ones pick the bucket.
-    auto& e = buckets_[static_cast<size_t>(h.lo) & (kBuckets - 1)].entries;
+    auto& e = BucketOf(h).entries;
     size_t i = 0;
     while (i < kWays && e[i] != h) ++i;
     bool fresh = i == kWays;
-    // Most recently seen first: shift the ones before it (or all but the last) down a place.
-    for (size_t j = fresh ? kWays - 1 : i; j > 0; --j) e[j] = e[j - 1];
-    e[0] = h;
+    // Most recently seen first: h goes in front, the ones before its place (or all but the last)
+    // move down one. Swapped along rather than shifted, which the compiler made a memmove call.
+    Hash128 carry = h;
+    for (size_t j = 0; j <= (fresh ? kWays - 1 : i); ++j) std::swap(carry, e[j]);
     return fresh;
   }
+
+  // Asks the CPU for h's bucket: captured buffers stream through the caches between two looks
+  // at one, so a look-up is a miss unless asked for ahead.
+  void Prefetch(const Hash128& h) { __builtin_prefetch(&BucketOf(h), 1); }
 
  private:
   struct alignas(64) Bucket {
     std::array<Hash128, kWays> entries{};
   };
+  Bucket& BucketOf(const Hash128& h) {
+    if (!buckets_) buckets_ = std::make_unique<Bucket[]>(kBuckets);
+    // XXH3's bits are uniform: the low ones pick the bucket.
+    return buckets_[static_cast<size_t>(h.lo) & (kBuckets - 1)];
+  }
   std::unique_ptr<Bucket[]> buckets_;
   bool has_zero_ = false;
 };

@@ -312,18 +312,23 @@ StoredBlob Writer::StoreBlobNow(const uint8_t* data, size_t n, size_t lane) {
 void Writer::StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n) {
   // Each lane keeps its own store: a payload two lanes see is stored twice, which the reader
   // takes (the first copy wins), rather than every lane taking a lock per buffer.
-  if (!l.recent_blobs.Insert(h)) {
-    ++l.stats.blobs_deduped;
-    return;
-  }
+  // The payload is copied in while the memory of recent blobs is fetched, and taken back out
+  // when it turns out to be one of them: most payloads are new, and the look-up is a miss.
+  l.recent_blobs.Prefetch(h);
   // A blob chunk holds either blobs up to blob_chunk_bytes or a single larger blob.
   if (!l.blobs_raw.empty() && l.blobs_raw.size() + n > opts_.blob_chunk_bytes) FlushBlobs(l);
+  const size_t mark = l.blobs_raw.size();
   PutU64(l.blobs_raw, h.lo);
   PutU64(l.blobs_raw, h.hi);
   PutVarint(l.blobs_raw, n);
-  l.pending_blobs.push_back(
-      BlobEntry{h, static_cast<uint32_t>(l.blobs_raw.size()), static_cast<uint32_t>(n)});
+  const size_t at = l.blobs_raw.size();
   PutRaw(l.blobs_raw, data, n);
+  if (!l.recent_blobs.Insert(h)) {
+    l.blobs_raw.resize(mark);
+    ++l.stats.blobs_deduped;
+    return;
+  }
+  l.pending_blobs.push_back(BlobEntry{h, static_cast<uint32_t>(at), static_cast<uint32_t>(n)});
   ++l.stats.blobs_stored;
   l.stats.bytes_blob_stored += n;
 }
