@@ -539,8 +539,6 @@ Status EbpfRecorder::Prepare() {
       mk(kMapSpec, BPF_MAP_TYPE_ARRAY, "fay_rec_spec", 4, sizeof(SyscallSpec), kMaxNr));
   FAY_RETURN_IF_ERROR(
       mk(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_scratch", 4, kScratchSize, 1));
-  FAY_RETURN_IF_ERROR(
-      mk(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_rec_stats", 4, 8 * kStatCount, 1));
   FAY_RETURN_IF_ERROR(mk(kMapStates, BPF_MAP_TYPE_ARRAY, "fay_rec_states", 4,
                          static_cast<uint32_t>(StatesBytes(pid_limit_)), 1));
   FAY_RETURN_IF_ERROR(mk(kMapSlots, BPF_MAP_TYPE_ARRAY, "fay_rec_slots", 4,
@@ -1010,11 +1008,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
 
   // Losses: records the ring had no room for, per CPU.
   uint32_t zero = 0;
-  if (auto per_cpu = maps_[kMapStats]->LookupPerCpu(&zero); per_cpu.ok()) {
+  if (auto per_cpu = maps_[kMapScratch]->LookupPerCpu(&zero); per_cpu.ok()) {
     uint64_t now = Now(CLOCK_MONOTONIC);
     for (size_t cpu = 0; cpu < per_cpu->size(); ++cpu) {
       uint64_t v[kStatCount];
-      std::memcpy(v, (*per_cpu)[cpu].data(), sizeof v);
+      if ((*per_cpu)[cpu].size() < kStatsOffset + sizeof v) continue;
+      std::memcpy(v, (*per_cpu)[cpu].data() + kStatsOffset, sizeof v);
       uint64_t lost = v[kStatLostRecords] + v[kStatLostFragments];
       if (!lost) continue;
       result_.lost_events += lost;

@@ -141,23 +141,15 @@ struct Gen {
     e.JmpIfImm(BPF_JEQ, R0, 0, fail);
     e.Mov(R9, R0);
   }
-  // Adds one to per-CPU counter `slot`; fp-8 must hold 0. Clobbers R0-R5.
+  // Adds one to per-CPU counter `slot`. R9 = scratch. Clobbers R1.
   void Count(int slot) {
-    Label done = e.NewLabel();
-    Lookup(kMapStats, kFpZero);
-    e.JmpIfImm(BPF_JEQ, R0, 0, done);
     e.MovImm(R1, 1);
-    e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
-    e.Bind(done);
+    e.AtomicAdd64(R9, static_cast<int16_t>(kStatsOffset + 8 * slot), R1);
   }
-  // Adds the u32 at fp + fp_n to per-CPU counter `slot`; fp-8 must hold 0. Clobbers R0-R5.
+  // Adds the u32 at fp + fp_n to per-CPU counter `slot`. R9 = scratch. Clobbers R1.
   void CountN(int slot, int16_t fp_n) {
-    Label done = e.NewLabel();
-    Lookup(kMapStats, kFpZero);
-    e.JmpIfImm(BPF_JEQ, R0, 0, done);
     e.Load(4, R1, R10, fp_n);
-    e.AtomicAdd64(R0, static_cast<int16_t>(8 * slot), R1);
-    e.Bind(done);
+    e.AtomicAdd64(R9, static_cast<int16_t>(kStatsOffset + 8 * slot), R1);
   }
   // Writes the records staged on this CPU into the ring as one kRecBatch record (see
   // GenFlushFunc). `flags_in_r8`: the wakeup flags are in R8, else none. Clobbers R0-R5.

@@ -19,17 +19,16 @@ enum MapSlot : int {
   kMapSpec = 1,     // ARRAY nr -> SyscallSpec (200 bytes)
   kMapScratch = 2,  // PERCPU_ARRAY, one value of kScratchSize
   kMapRing = 3,     // RINGBUF
-  kMapStats = 4,    // PERCPU_ARRAY, one value: u64[kStatCount]
-  kMapStates = 5,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
-  kMapSlots = 6,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
+  kMapStates = 4,   // ARRAY, one value: TracedState, 2 bits per tgid (StatesBytes)
+  kMapSlots = 5,    // ARRAY, one value: kSlots CallSlots, indexed by tid % kSlots
   // ARRAY (mmapable), one u64 per ring: non-zero while that ring's consumer sleeps; then one
   // (kGovernorWakeSlot) non-zero while the --loss=block governor sleeps. A forced ring wakeup
   // is an interrupt the tracee pays for (a self-IPI, a VM exit under a hypervisor): it is sent
   // only when one of them is asleep and the ring holds more than wake_bytes.
-  kMapWake = 7,
+  kMapWake = 6,
   // RINGBUFs 1 .. rings-1 (ring 0 is kMapRing); see ProbeOptions::rings.
-  kMapMoreRings = 8,
-  kMapCount = 15,
+  kMapMoreRings = 7,
+  kMapCount = 14,
 };
 inline constexpr uint32_t kMaxRings = kMapCount - kMapMoreRings + 1;
 inline constexpr uint32_t kGovernorWakeSlot = kMaxRings;
@@ -39,7 +38,9 @@ inline int RingSlot(uint32_t i) {
   return i == 0 ? kMapRing : kMapMoreRings + static_cast<int>(i) - 1;
 }
 
-// Per-CPU counters in kMapStats.
+// Per-CPU counters, u64 each, at kStatsOffset in the scratch value: in the map every program
+// has at hand already, a count is one instruction. In a map of their own, each of the two dozen
+// places that count looked the map up, and the verifier patched every look-up in place.
 enum StatSlot : int { kStatLostRecords = 0, kStatLostFragments = 1, kStatCount = 2 };
 
 // Every syscall on the machine asks whether its process is traced, so the answer is two bits
@@ -215,7 +216,8 @@ inline constexpr int kStagedBytesOffset = 504;
 inline constexpr int kStagedCallsOffset = 508;
 inline constexpr int kStagedFragsOffset = 510;
 inline constexpr int kStageOffset = 4672;
-inline constexpr int kScratchSize = kStageOffset + 8 + kStageBytes;
+inline constexpr int kStatsOffset = kStageOffset + 8 + kStageBytes;
+inline constexpr int kScratchSize = kStatsOffset + 8 * kStatCount;
 
 Expected<ProbeSet> GenerateProbes(const ProbeOptions& options);
 
