@@ -328,6 +328,7 @@ void Writer::StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n)
     ++l.stats.blobs_deduped;
     return;
   }
+  l.blobs_crc = Crc32c(l.blobs_raw.data() + mark, l.blobs_raw.size() - mark, l.blobs_crc);
   l.pending_blobs.push_back(BlobEntry{h, static_cast<uint32_t>(at), static_cast<uint32_t>(n)});
   ++l.stats.blobs_stored;
   l.stats.bytes_blob_stored += n;
@@ -347,20 +348,22 @@ void Writer::FlushBlobs(Lane& l) {
     l.blob_skip_run = std::min(16u, std::max(1u, l.blob_skip_run * 2));
     l.blob_skip = l.blob_skip_run;
   }
-  Status st = WriteChunk(&l, ChunkType::kBlobs, codec, l.blobs_raw,
-                         static_cast<uint32_t>(l.pending_blobs.size()), 0,
-                         [&](uint64_t offset, uint32_t seq, uint32_t stored) {
-                           BlobChunkIndex idx;
-                           idx.offset = offset;
-                           idx.seq = seq;
-                           idx.stored_length = stored;
-                           idx.raw_length = static_cast<uint32_t>(l.blobs_raw.size());
-                           idx.blobs = std::move(l.pending_blobs);
-                           footer_.blobs.push_back(std::move(idx));
-                         });
+  Status st = WriteChunk(
+      &l, ChunkType::kBlobs, codec, l.blobs_raw, static_cast<uint32_t>(l.pending_blobs.size()), 0,
+      [&](uint64_t offset, uint32_t seq, uint32_t stored) {
+        BlobChunkIndex idx;
+        idx.offset = offset;
+        idx.seq = seq;
+        idx.stored_length = stored;
+        idx.raw_length = static_cast<uint32_t>(l.blobs_raw.size());
+        idx.blobs = std::move(l.pending_blobs);
+        footer_.blobs.push_back(std::move(idx));
+      },
+      l.blobs_crc);
   if (!st.ok()) return Fail(&l, st);
   l.pending_blobs.clear();
   l.blobs_raw.clear();
+  l.blobs_crc = 0;
   l.blobs_flushed = true;
 }
 
@@ -433,7 +436,7 @@ void Writer::Finish() {
 
 template <typename Indexed>
 Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
-                          uint32_t syscalls, Indexed&& indexed) {
+                          uint32_t syscalls, Indexed&& indexed, std::optional<uint32_t> raw_crc) {
   if (raw.size() > UINT32_MAX)
     return Error(Code::kInvalidArgument,
                  fmt::format("a {} chunk of {} bytes exceeds the 4 GiB chunk limit",
@@ -451,7 +454,8 @@ Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw
   h.stored_length = static_cast<uint32_t>(payload->size());
   h.raw_length = static_cast<uint32_t>(raw.size());
   h.count = count;
-  h.payload_crc = Crc32c(payload->data(), payload->size());
+  h.payload_crc =
+      codec == Codec::kNone && raw_crc ? *raw_crc : Crc32c(payload->data(), payload->size());
   std::lock_guard lk(file_mu_);
   // Another lane's write failed and the file was cut back: nothing more may follow.
   if (failing()) return Error(Code::kIo, "writing " + path_ + ": recording stopped");

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -126,6 +127,9 @@ class Writer {
     EventEncoder encoder;
     Bytes events_raw;
     Bytes blobs_raw;
+    // blobs_raw's CRC32C, extended by each blob as it is copied in: its bytes are in the cache
+    // then, and a chunk stored as it is needs no second pass over them.
+    uint32_t blobs_crc = 0;
     Bytes scratch;
     EventChunkIndex pending_index;
     std::unordered_set<int32_t> pending_tids;
@@ -163,10 +167,12 @@ class Writer {
   // Compresses raw (with the lane's compressor) and appends it as one chunk at the end of the
   // file. `indexed` runs under the file's lock with where the chunk starts, its sequence number
   // and its stored length, so that the footer lists chunks in file order. `syscalls`: the
-  // syscall events an events chunk holds.
+  // syscall events an events chunk holds. `raw_crc`: raw's CRC32C when the caller has it
+  // (stored as it is, raw is the payload).
   template <typename Indexed>
   Status WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw, uint32_t count,
-                    uint32_t syscalls, Indexed&& indexed);
+                    uint32_t syscalls, Indexed&& indexed,
+                    std::optional<uint32_t> raw_crc = std::nullopt);
   void Fail(Lane* l, const Status& st);
   void NoteDurable();  // with file_mu_ held: moves whole_end_ past the staged chunks now in file
   void Publish(size_t lane);  // copies the lane's and the file's counters for stats()
