@@ -75,6 +75,10 @@ class Env:
         src = os.path.join(self.repo, "bench", "empty_probe.c")
         return self._cc("empty_probe", [src], ["-lbpf", "-lelf"])
 
+    def capture_floor(self):
+        src = os.path.join(self.repo, "bench", "capture_floor.c")
+        return self._cc("capture_floor", [src], ["-lbpf", "-pthread"])
+
     def bench_prog(self, name):
         """A workload program from bench/workloads/src, static like the test programs."""
         src = os.path.join(self.repo, "bench", "workloads", "src", name + ".c")

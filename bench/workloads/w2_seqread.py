@@ -4,10 +4,10 @@ a user buffer and into a checksum (bench/workloads/src/seqread.c)."""
 import os
 
 from benchlib.model import Workload
-from benchlib.rules import STORAGE_FLOOR, ebpf_acceptance, record_rule
+from benchlib.rules import CAPTURE_FLOOR, STORAGE_FLOOR, ebpf_acceptance, record_rule
 from benchlib.seqdata import SeqFiles, file_bytes
 from benchlib.suite import SLACK, syscall_tools
-from benchlib.tools import Tool, exited_zero
+from benchlib.tools import Tool, all_of, exit_ok, exited_zero
 
 ORDER = 2
 
@@ -21,6 +21,9 @@ def workloads(env):
         env, argv, data.check, "seqread", (reads, reads + SLACK),
         expect={"read": (reads, reads)},
         file_expect={"openat": (1, 1)}, record_captured=size)
+    tools.append(Tool(CAPTURE_FLOOR, "floor",
+                      [env.capture_floor(), "--"] + argv, all_of(exit_ok, data.check),
+                      needs=[env.capture_floor()]))
     tools.append(storage_floor(data.paths[0], size))
     return [Workload("W2-seqread", "W2",
                      f"sequential read of a {size / (1 << 20):,.0f} MiB cached file in 4 KiB "
