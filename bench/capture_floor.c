@@ -38,6 +38,10 @@
 // struct pt_regs on x86-64: where the saved syscall number and the second argument sit.
 #define PT_REGS_SI 104
 #define PT_REGS_ORIG_AX 120
+// fp-8 = the saved user register at `off` in the pt_regs of ctx (r6); 6 instructions.
+#define READ_PT_REG(off)                                                           \
+  MOV_REG(1, 10), ADD_IMM(1, -8), MOV_IMM(2, 8), LOAD64(3, 6, 0), ADD_IMM(3, off), \
+      CALL(BPF_FUNC_probe_read_kernel)
 
 static volatile int stopping;
 static uint64_t consumed, touched;
@@ -92,20 +96,10 @@ int main(int argc, char** argv) {
       LOAD64(7, 6, 8),
       JUMP_IMM(BPF_JSLT, 7, 1, 29),
       JUMP_IMM(BPF_JGT, 7, MAX_READ, 28),
-      MOV_REG(1, 10),
-      ADD_IMM(1, -8),
-      MOV_IMM(2, 8),
-      LOAD64(3, 6, 0),
-      ADD_IMM(3, PT_REGS_ORIG_AX),
-      CALL(BPF_FUNC_probe_read_kernel),
+      READ_PT_REG(PT_REGS_ORIG_AX),
       LOAD64(1, 10, -8),
       JUMP_IMM(BPF_JNE, 1, 0, 20),  // not read(2)
-      MOV_REG(1, 10),
-      ADD_IMM(1, -8),
-      MOV_IMM(2, 8),
-      LOAD64(3, 6, 0),
-      ADD_IMM(3, PT_REGS_SI),
-      CALL(BPF_FUNC_probe_read_kernel),
+      READ_PT_REG(PT_REGS_SI),
       INSN(BPF_LD | BPF_DW | BPF_IMM, 1, BPF_PSEUDO_MAP_FD, 0, ring),
       INSN(0, 0, 0, 0, 0),
       MOV_IMM(2, MAX_READ),
