@@ -195,7 +195,9 @@ TEST(RoundTripTest, LanesEncodeAtOnceAndKeepEachThreadInOrder) {
         ev.buffers.push_back(b);
       }
       group.push_back(std::move(ev));
-      if (group.size() == 64) ASSERT_TRUE((*w)->AppendSyscalls(&group, lane));
+      if (group.size() == 64) {
+        ASSERT_TRUE((*w)->AppendSyscalls(&group, lane));
+      }
     }
     ASSERT_TRUE((*w)->AppendSyscalls(&group, lane));
   };
