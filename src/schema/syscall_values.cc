@@ -545,7 +545,7 @@ constexpr Restart kRestartCodes[] = {
     {kERestartSys, "ERESTARTSYS", "To be restarted if SA_RESTART is set"},
     {kERestartNoIntr, "ERESTARTNOINTR", "To be restarted"},
     {kERestartNoHand, "ERESTARTNOHAND", "To be restarted if no handler"},
-    {515, "ENOIOCTLCMD", "No ioctl command"},
+    {kENoIoctlCmd, "ENOIOCTLCMD", "No ioctl command"},
     {kERestartRestartBlock, "ERESTART_RESTARTBLOCK", "Interrupted by signal"},
     {517, "EPROBE_DEFER", "Driver probe deferred"},
     {518, "EOPENSTALE", "Open stale"},

@@ -38,9 +38,9 @@ std::string SignalShortName(int sig);
 
 // The kernel's own codes a call may return to the kernel, never to the program
 // (include/linux/errno.h): the kernel makes the call again, or turns the code into EINTR for a
-// signal handler. 515 (ENOIOCTLCMD), between them, is not one.
+// signal handler. ENOIOCTLCMD, between them, is not one.
 inline constexpr int kERestartSys = 512, kERestartNoIntr = 513, kERestartNoHand = 514,
-                     kERestartRestartBlock = 516;
+                     kENoIoctlCmd = 515, kERestartRestartBlock = 516;
 
 // "ENOENT", and the restart codes strace shows (ERESTARTSYS, ...); empty when unknown.
 std::string_view ErrnoName(int err);

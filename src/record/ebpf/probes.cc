@@ -1399,11 +1399,11 @@ void GenRestarted(Gen& g) {
   Emitter& e = g.e;
   Label done = e.NewLabel();
   static_assert(kERestartNoIntr == kERestartSys + 1 && kERestartNoHand == kERestartSys + 2 &&
-                kERestartRestartBlock == kERestartSys + 4);
+                kENoIoctlCmd == kERestartSys + 3 && kERestartRestartBlock == kERestartSys + 4);
   e.Load(8, R1, R9, kVRet);
   e.AluImm(BPF_ADD, R1, kERestartRestartBlock);
   e.JmpIfImm(BPF_JGT, R1, kERestartRestartBlock - kERestartSys, done);
-  e.JmpIfImm(BPF_JEQ, R1, kERestartRestartBlock - (kERestartSys + 3), done);
+  e.JmpIfImm(BPF_JEQ, R1, kERestartRestartBlock - kENoIoctlCmd, done);
   e.Load(8, R1, R10, kFpTask);
   e.Load(8, R2, R1, static_cast<int16_t>(o.task_pending_signal));
   e.JmpIfImm(BPF_JNE, R2, 0, done);
