@@ -37,6 +37,7 @@ def record_rule(limit, check_size=True):
 # once to the traces' file system.
 CAPTURE_FLOOR = "capture floor: each read's bytes into a ring, nothing stored"
 STORAGE_FLOOR = "storage alone: dd of the bytes read to the trace's disk"
+NO_STORAGE = "fay record (ebpf) without storage: the trace to /dev/null"
 
 
 def ebpf_record_rule(limit=None):
@@ -73,7 +74,8 @@ def ebpf_record_rule(limit=None):
             if peers:
                 head += "; " + ", ".join(peers)
             for label, name in (("capturing the bytes alone (a bare ring copy)", CAPTURE_FLOOR),
-                                ("writing them alone (dd, O_DIRECT)", STORAGE_FLOOR)):
+                                ("writing them alone (dd, O_DIRECT)", STORAGE_FLOOR),
+                                ("fay with the trace to /dev/null", NO_STORAGE)):
                 floor = _row(results, name)
                 if floor and floor["status"] == "ok":
                     head += f"; {label} {floor['median_wall_s'] / base['median_wall_s']:.2f} x"

@@ -2,9 +2,11 @@
 a user buffer and into a checksum (bench/workloads/src/seqread.c)."""
 
 import os
+import re
 
 from benchlib.model import Workload
-from benchlib.rules import CAPTURE_FLOOR, STORAGE_FLOOR, ebpf_acceptance, record_rule
+from benchlib.rules import (CAPTURE_FLOOR, NO_STORAGE, STORAGE_FLOOR, ebpf_acceptance,
+                            record_rule)
 from benchlib.seqdata import SeqFiles, file_bytes
 from benchlib.suite import SLACK, syscall_tools
 from benchlib.tools import Tool, all_of, exit_ok, exited_zero
@@ -25,6 +27,7 @@ def workloads(env):
                       [env.capture_floor(), "--"] + argv, all_of(exit_ok, data.check),
                       needs=[env.capture_floor()]))
     tools.append(storage_floor(data.paths[0], size))
+    tools.append(without_storage(env, argv, data.check, reads, size))
     return [Workload("W2-seqread", "W2",
                      f"sequential read of a {size / (1 << 20):,.0f} MiB cached file in 4 KiB "
                      f"blocks ({reads:,} reads), checksummed", reads, tools,
@@ -48,3 +51,30 @@ def storage_floor(path, size):
     return Tool(STORAGE_FLOOR, "floor",
                 ["dd", f"if={path}", "of={scratch}/copy", "bs=4M", "oflag=direct", "status=none"],
                 check, needs=["dd"])
+
+
+_SUMMARY = re.compile(r"fay: recorded (\d+) syscalls .*?, ([\d.]+) KiB of buffers\)")
+
+
+def without_storage(env, argv, check_output, reads, size):
+    """fay's eBPF recorder doing all of its work (probes, consumer, hashing, chunks, CRCs) but
+    writing the trace to /dev/null: the recorder's own cost, apart from the disk's. Its summary
+    line must count every read, every byte of buffers, and no loss."""
+    def check(run):
+        err = exited_zero(run)
+        if err:
+            return err, None
+        m = _SUMMARY.search(run.stderr)
+        if not m:
+            return "fay record printed no summary line", None
+        if "lost" in run.stderr:
+            return "fay record lost events: " + run.stderr.strip().splitlines()[-1][:160], None
+        run.events = int(m.group(1))
+        if run.events < reads:
+            return f"fay record counted {run.events} calls, expected at least {reads}", None
+        if float(m.group(2)) * 1024 < size - 1024:  # the summary rounds to a tenth of a KiB
+            return f"fay record kept {m.group(2)} KiB of buffers, expected {size / 1024:.0f}", None
+        return None, None
+    return Tool(NO_STORAGE, "floor",
+                [env.fay, "record", "-o", "/dev/null", "--backend", "ebpf", "--"] + argv,
+                all_of(check, check_output), needs=[env.fay])

@@ -1,6 +1,8 @@
 #include "trace/file_sink.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,8 +34,19 @@ FileSink::FileSink(OwnedFd fd, std::string what) : fd_(std::move(fd)), what_(std
     return;
   }
   direct_ = SetDirect(true);
-  io_ = std::thread([this] {
+  io_ = std::thread([this, direct = direct_] {
     NameThisThread("fay-writer");
+    // A direct write leaves the disk idle from its completion until this thread runs again to
+    // hand over the next segment, and on a busy machine (a recorded program and its consumer
+    // on every CPU) that wait was the disk's longest: W2 to ext4 took 486 against 527 ms
+    // (medians of 7 interleaved runs) at real-time priority. The thread only waits on the
+    // device, so it takes little CPU from anyone; plain writes copy into the page cache and
+    // keep the normal priority. Refused (no CAP_SYS_NICE), it runs as before.
+    if (direct) {
+      sched_param rt{};
+      rt.sched_priority = 1;
+      (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+    }
     IoLoop();
   });
 }
@@ -85,6 +98,10 @@ void FileSink::IoLoop() {
     if (!busy_) return;
     lk.unlock();
     Status st = WriteOut(flight_.get(), flight_len_, flight_at_);
+    if (!direct_) {
+      sched_param normal{};
+      (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+    }
     lk.lock();
     if (!st.ok() && io_error_.ok()) io_error_ = st;
     busy_ = false;
