@@ -1,0 +1,242 @@
+// The traced set of processes (two bits per tgid) and the raw sched programs that keep it:
+// fork, exec and exit, and sched_switch, which writes out what the leaving task staged.
+#include "record/ebpf/probe_gen.h"
+
+namespace fay::record::ebpf::gen {
+
+// R0 = the address of the bitmap word holding the tgid at fp-16, R2 = the bit shift of its
+// state in that word. Jumps out if the bitmap is missing. fp-8 must hold 0.
+void GenStateWord(Gen& g) {
+  Emitter& e = g.e;
+  g.Lookup(kMapStates, kFpZero);
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  e.Load(4, R1, R10, kFpTgid);
+  e.Mov(R2, R1);
+  e.AluImm(BPF_AND, R2, 31);
+  e.AluImm(BPF_LSH, R2, 1);
+  e.AluImm(BPF_RSH, R1, 5);
+  e.AluImm(BPF_AND, R1, static_cast<int32_t>((g.o.pid_limit >> 5) - 1));
+  e.AluImm(BPF_LSH, R1, 3);
+  e.Alu(BPF_ADD, R0, R1);
+}
+
+// R1 = the state of the process whose tgid is at fp-16.
+void GenLoadState(Gen& g) {
+  Emitter& e = g.e;
+  GenStateWord(g);
+  e.Load(8, R1, R0, 0);
+  e.Alu(BPF_RSH, R1, R2);
+  e.AluImm(BPF_AND, R1, 3);
+}
+
+// Sets (op BPF_OR) or clears (BPF_AND) state bits `bits` of the tgid at fp-16.
+void GenChangeState(Gen& g, uint8_t op, int32_t bits) {
+  Emitter& e = g.e;
+  GenStateWord(g);
+  e.MovImm(R1, bits);
+  e.Alu(BPF_LSH, R1, R2);
+  if (op == BPF_AND) e.AluImm(BPF_XOR, R1, -1);
+  e.Atomic64(op, R0, 0, R1);
+}
+
+// fp-8 = 0, fp-16 = tgid, fp-24 = tid (each in a zeroed u64 slot). R6 = ctx.
+void GenIds(Gen& g) {
+  Emitter& e = g.e;
+  e.Mov(R6, R1);
+  g.ZeroKey();
+  e.Call(BPF_FUNC_get_current_pid_tgid);
+  e.StoreImm(8, R10, kFpTgid, 0);
+  e.StoreImm(8, R10, kFpNr, 0);
+  e.Store(4, R10, kFpNr, R0);
+  e.AluImm(BPF_RSH, R0, 32);
+  e.Store(4, R10, kFpTgid, R0);
+}
+
+void GenProcHeader(Gen& g, RecType type) {
+  Emitter& e = g.e;
+  e.StoreImm(4, R9, kScrFrag + 0, static_cast<int32_t>(type));
+  e.Load(4, R1, R10, kFpTgid);
+  e.Store(4, R9, kScrFrag + 4, R1);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(4, R9, kScrFrag + 8, R1);
+  e.StoreImm(4, R9, kScrFrag + 12, 0);
+  e.StoreImm(8, R9, kScrFrag + 24, 0);
+  e.StoreImm(1, R9, kScrFrag + 32, 0);
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R9, kScrFrag + 16, R0);
+}
+
+// raw sched_process_fork(parent, child): a traced process's child is traced from birth.
+void GenFork(Gen& g) {
+  Emitter& e = g.e;
+  Label thread = e.NewLabel(), go = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  e.Jmp(g.exit_label);
+  e.Bind(go);
+  g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
+  GenProcHeader(g, kRecFork);
+  e.Load(4, R1, R10, kFpTgid);
+  e.Store(4, R9, kScrFrag + 12, R1);
+  e.Load(8, R3, R6, 8);
+  e.AluImm(BPF_ADD, R3, g.o.task_tgid);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 4);
+  e.MovImm(R2, 4);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  e.Load(8, R3, R6, 8);
+  e.AluImm(BPF_ADD, R3, g.o.task_pid);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 8);
+  e.MovImm(R2, 4);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.Load(4, R2, R9, kScrFrag + 8);
+  e.StoreImm(4, R9, kScrFrag + 28, 1);
+  e.JmpIf(BPF_JNE, R1, R2, thread);
+  e.StoreImm(4, R9, kScrFrag + 28, 0);
+  e.StoreImm(8, R10, kFpTmp, 0);
+  e.Store(4, R10, kFpTmp, R2);
+  e.StoreImm(8, R10, kFpVal, 1);
+  e.LdMap(R1, kMapTraced);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpTmp);
+  e.Mov(R3, R10);
+  e.AluImm(BPF_ADD, R3, kFpVal);
+  e.MovImm(R4, BPF_ANY);
+  e.Call(BPF_FUNC_map_update_elem);
+  e.Comment("the child is traced from birth");
+  e.Load(8, R1, R10, kFpTgid);
+  e.Store(8, R10, kFpVal, R1);
+  e.Load(8, R1, R10, kFpTmp);
+  e.Store(8, R10, kFpTgid, R1);
+  GenChangeState(g, BPF_OR, kActive);
+  e.Load(8, R1, R10, kFpVal);
+  e.Store(8, R10, kFpTgid, R1);
+  e.Bind(thread);
+  g.Output(kScrFrag, 32);
+  g.CountIfFailed(kStatLostRecords);
+}
+
+// sched_process_exec: a held command starts being recorded; a traced one reports its exec.
+// `parent` carries the exec's old_pid: a thread that execs takes over the leader's id.
+void GenExec(Gen& g) {
+  Emitter& e = g.e;
+  Label go = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  GenChangeState(g, BPF_OR, kActive);
+  e.Bind(go);
+  g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
+  GenProcHeader(g, kRecExec);
+  e.Comment("raw sched_process_exec(task, old_pid, bprm)");
+  e.Load(8, R1, R6, 8);
+  e.Store(4, R9, kScrFrag + 12, R1);
+  e.Load(8, R3, R6, 16);
+  e.AluImm(BPF_ADD, R3, g.o.binprm_filename);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 32);
+  e.MovImm(R2, 8);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  e.Load(8, R3, R9, kScrFrag + 32);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 32);
+  e.MovImm(R2, 256);
+  e.Call(BPF_FUNC_probe_read_kernel_str);
+  g.Output(kScrFrag, sizeof(WireProc));
+  g.CountIfFailed(kStatLostRecords);
+}
+
+// sched_process_exit: the thread's exit (which ends a call it never returns from), and with
+// the last thread, the process's.
+void GenExit(Gen& g) {
+  Emitter& e = g.e;
+  Label keep = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
+  e.Call(BPF_FUNC_get_current_task_btf);
+  e.Mov(R7, R0);
+  {
+    Label no_call = e.NewLabel(), lost = e.NewLabel();
+    e.Comment("a call the thread never returns from (exit, exit_group) waits in its slot");
+    e.Load(4, R1, R10, kFpNr);
+    e.Store(4, R9, kScrFrag + 4, R1);
+    GenSlot(g);
+    e.Load(4, R1, R0, 0);
+    e.Load(4, R2, R9, kScrFrag + 4);
+    e.JmpIf(BPF_JNE, R1, R2, no_call);
+    e.Load(8, R1, R0, 8);
+    e.Store(8, R9, kVEntryNs, R1);
+    e.Load(4, R2, R0, 4);
+    e.StoreImm(4, R0, 0, 0);
+    e.Store(8, R10, kFpCtx, R6);
+    e.Load(8, R1, R10, kFpNr);
+    e.Store(8, R10, kFpTmp, R1);
+    e.StoreImm(8, R10, kFpNr, 0);
+    e.Store(4, R10, kFpNr, R2);
+    g.CopyRegs();
+    g.ArgsToEntry();
+    e.StoreImm(8, R9, kVRet, 0);
+    e.StoreImm(8, R9, kScrEntry + 0, 0);
+    g.Reserve(sizeof(WireCall), kStatLostRecords, lost);
+    e.Mov(R6, R0);
+    GenIdentity(g, kRecCall, kEventNoExit);
+    e.MovImm(R8, BPF_RB_NO_WAKEUP);
+    GenCallBody(g);
+    e.Bind(lost);
+    e.Load(8, R6, R10, kFpCtx);
+    e.Load(8, R1, R10, kFpTmp);
+    e.Store(8, R10, kFpNr, R1);
+    e.Bind(no_call);
+  }
+  GenProcHeader(g, kRecProcExit);
+  e.Load(4, R1, R7, static_cast<int16_t>(g.o.task_exit_code));
+  e.Store(4, R9, kScrFrag + 24, R1);
+  if (g.o.exit_has_group_dead) {
+    e.Comment("raw sched_process_exit(task, group_dead)");
+    e.Load(8, R1, R6, 8);
+    e.AluImm(BPF_AND, R1, 0xff);
+  } else {
+    Label leader = e.NewLabel();
+    e.Load(4, R2, R10, kFpNr);
+    e.Load(4, R3, R10, kFpTgid);
+    e.MovImm(R1, 0);
+    e.JmpIf(BPF_JNE, R2, R3, leader);
+    e.MovImm(R1, 1);
+    e.Bind(leader);
+  }
+  e.Store(4, R9, kScrFrag + 28, R1);
+  e.Mov(R7, R1);
+  g.Output(kScrFrag, 32);
+  g.CountIfFailed(kStatLostRecords);
+  e.JmpIfImm(BPF_JEQ, R7, 0, keep);
+  GenChangeState(g, BPF_AND, kActive | kPendingExec);
+  g.Delete(kMapTraced, kFpTgid);
+  e.Bind(keep);
+}
+
+// raw sched_switch: the task leaving this CPU takes nothing staged with it (see WireBatch).
+// It runs at every task switch of the machine: nothing staged, nothing more than a load.
+void GenSwitch(Gen& g) {
+  g.ZeroKey();
+  g.Scratch(g.exit_label);
+  g.e.Load(4, R1, R9, kVStaged);
+  g.e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+  g.FlushStaged();
+}
+
+}  // namespace fay::record::ebpf::gen
