@@ -38,6 +38,7 @@ def record_rule(limit, check_size=True):
 CAPTURE_FLOOR = "capture floor: each read's bytes into a ring, nothing stored"
 STORAGE_FLOOR = "storage alone: dd of the bytes read to the trace's disk"
 NO_STORAGE = "fay record (ebpf) without storage: the trace to /dev/null"
+BOTH_HOOKS = "empty raw tracepoint programs on sys_enter and sys_exit"
 
 
 def ebpf_record_rule(limit=None):
@@ -75,7 +76,8 @@ def ebpf_record_rule(limit=None):
                 head += "; " + ", ".join(peers)
             for label, name in (("capturing the bytes alone (a bare ring copy)", CAPTURE_FLOOR),
                                 ("writing them alone (dd, O_DIRECT)", STORAGE_FLOOR),
-                                ("fay with the trace to /dev/null", NO_STORAGE)):
+                                ("fay with the trace to /dev/null", NO_STORAGE),
+                                ("both syscall hooks with empty programs", BOTH_HOOKS)):
                 floor = _row(results, name)
                 if floor and floor["status"] == "ok":
                     head += f"; {label} {floor['median_wall_s'] / base['median_wall_s']:.2f} x"

@@ -3,7 +3,7 @@
 import shutil
 
 from benchlib.model import Workload
-from benchlib.rules import ebpf_acceptance, record_rule
+from benchlib.rules import BOTH_HOOKS, ebpf_acceptance, record_rule
 from benchlib.tools import (Tool, all_of, bpftrace_tool, exit_ok, fay_record_tool, fay_tool,
                             perf_trace_tool, stderr_has, strace_count_tool, strace_file_tool,
                             strace_seccomp_tool)
@@ -56,6 +56,10 @@ def workloads(env):
             # issue's (which is the per-syscall tracepoint above).
             Tool("empty raw tracepoint program", "floor",
                  [empty, "-r", "sys_enter", "--"] + loop, exit_ok, needs=[empty]),
+            # A recorder that times each call's entry and return runs a program at both: the
+            # floor of fay record's probes, beside the limit.
+            Tool(BOTH_HOOKS, "floor", [empty, "-r", "sys_enter", "-r", "sys_exit", "--"] + loop,
+                 exit_ok, needs=[empty]),
             fay_tool(env, "fay query", loop, "syscall:getppid | count() as n by comm",
                      "getppid_loop", n, n, "n"),
             fay_tool(env, "fay query syscall:*", loop, "syscall:* | count() by comm",
@@ -85,6 +89,8 @@ def workloads(env):
             Tool("empty eBPF program", "floor",
                  [empty, "-t", "syscalls:sys_enter_read", "-t", "syscalls:sys_enter_write", "--"]
                  + dd, dd_ok, needs=[empty]),
+            Tool(BOTH_HOOKS, "floor", [empty, "-r", "sys_enter", "-r", "sys_exit", "--"] + dd,
+                 dd_ok, needs=[empty]),
             fay_tool(env, "fay query", dd, "syscall:read, syscall:write | count() by comm",
                      "dd", 2 * m, 2 * m + SLACK, "count"),
             fay_tool(env, "fay query syscall:*", dd, "syscall:* | count() by comm",
