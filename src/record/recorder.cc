@@ -42,6 +42,22 @@ RecordingInfo BaseRecordingInfo(const RecordOptions& options, const std::string&
   return info;
 }
 
+OutputFile IdentifyOutput(const std::string& path) {
+  OutputFile f;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return f;
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  f.removable = true;
+  return f;
+}
+
+void RemoveOutput(const std::string& path, const OutputFile& made) {
+  if (!made.removable) return;
+  OutputFile now = IdentifyOutput(path);
+  if (now.removable && now.dev == made.dev && now.ino == made.ino) unlink(path.c_str());
+}
+
 std::string DefaultOutputName(const RecordOptions& options) {
   std::string cmd = "pid" + std::to_string(options.pid);
   if (!options.argv.empty()) {

@@ -61,6 +61,19 @@ Expected<std::string> ResolveCommand(const std::string& name);
 // fay-<command>-<YYYYmmdd-HHMMSS>.fay in the current directory.
 std::string DefaultOutputName(const RecordOptions& options);
 
+// The trace file a recording made, so that a recording that fails before the program runs
+// removes that file and nothing else. `-o` may name /dev/null, a FIFO or a symlink, and another
+// process may have put something else at the path since; only the regular file fay opened (the
+// same device and inode, not through a symlink) is removed.
+struct OutputFile {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool removable = false;  // a regular file, reached without a symlink
+};
+OutputFile IdentifyOutput(const std::string& path);
+// Unlinks path if it is still the file `made` identifies; anything else is left as it is.
+void RemoveOutput(const std::string& path, const OutputFile& made);
+
 // Records until the command (or, with -p, the process) ends, or until SIGINT/SIGTERM, which
 // detach cleanly. Errors before the program runs (no such command or pid, unwritable output,
 // bad -e) come back as a Status; a failure during recording comes back in RecordResult::error

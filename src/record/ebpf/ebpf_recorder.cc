@@ -909,11 +909,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
     return writer.status();  // the held child is killed and reaped by its destructor
   }
   writer_ = std::move(writer).value();
+  const OutputFile made = IdentifyOutput(result_.path);
   // Nothing was recorded: no file is left behind.
-  auto abandon = [this](Status st) {
+  auto abandon = [this, &made](Status st) {
     links_.clear();
     writer_->Close();
-    unlink(result_.path.c_str());
+    RemoveOutput(result_.path, made);
     return st;
   };
   loader.join();
@@ -1043,7 +1044,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   result_.seconds = (Now(CLOCK_MONOTONIC) - t0) / 1e9;
   signals.Restore();
   if (!released.ok()) {
-    unlink(result_.path.c_str());
+    RemoveOutput(result_.path, made);
     return released;
   }
   if (!exited && child) {

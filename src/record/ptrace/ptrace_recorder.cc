@@ -543,6 +543,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
     return writer.status();
   }
   writer_ = std::move(writer).value();
+  const OutputFile made = IdentifyOutput(result_.path);
 
   signals.Handle(OnStopSignal);
 
@@ -551,7 +552,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   if (!started.ok()) {
     for (auto& [tid, t] : tasks_) ptrace(PTRACE_DETACH, tid, 0, 0);
     writer_->Close();
-    unlink(result_.path.c_str());
+    RemoveOutput(result_.path, made);
     return started;
   }
   ++result_.processes;

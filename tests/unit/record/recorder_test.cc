@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,46 @@ TEST(DefaultOutputName, AttachUsesThePid) {
 }
 
 // Freezing needs the process in a cgroup of fay's making; a -p process is not moved.
+// A failed recording removes the trace file it made, and nothing that took its place.
+TEST(RemoveOutput, RemovesTheFileItMadeAndNothingElse) {
+  char dir[] = "/tmp/fay-remove-output-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string made = std::string(dir) + "/made.fay";
+  const std::string other = std::string(dir) + "/other.fay";
+  const std::string link = std::string(dir) + "/link.fay";
+  auto touch = [](const std::string& p) {
+    FILE* f = fopen(p.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  };
+  touch(made);
+  OutputFile id = IdentifyOutput(made);
+  EXPECT_TRUE(id.removable);
+  RemoveOutput(made, id);
+  EXPECT_NE(access(made.c_str(), F_OK), 0);
+
+  // Replaced by another file after it was made: that one stays.
+  touch(made);
+  id = IdentifyOutput(made);
+  touch(other);
+  ASSERT_EQ(rename(other.c_str(), made.c_str()), 0);
+  RemoveOutput(made, id);
+  EXPECT_EQ(access(made.c_str(), F_OK), 0);
+
+  // A symlink, a device and a directory are never removable.
+  ASSERT_EQ(symlink(made.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(IdentifyOutput(link).removable);
+  EXPECT_FALSE(IdentifyOutput("/dev/null").removable);
+  EXPECT_FALSE(IdentifyOutput(dir).removable);
+  EXPECT_FALSE(IdentifyOutput(std::string(dir) + "/missing").removable);
+  RemoveOutput(link, IdentifyOutput(link));
+  EXPECT_EQ(access(link.c_str(), F_OK), 0);
+
+  unlink(link.c_str());
+  unlink(made.c_str());
+  rmdir(dir);
+}
+
 TEST(Record, EbpfBackendDoesNotThrottleAPid) {
   RecordOptions o;
   o.backend = "ebpf";
