@@ -1,6 +1,7 @@
 #include "record/recorder.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -105,12 +106,39 @@ Expected<std::string> ResolveCommand(const std::string& name) {
   return Error(Code::kNotFound, fmt::format("cannot run '{}': command not found in PATH", name));
 }
 
+namespace {
+
+// PF_KTHREAD in the flags field of /proc/PID/stat. Neither backend can record one: ptrace
+// refuses it, and the probes would wait for a process that never makes a call or exits.
+bool IsKernelThread(pid_t pid) {
+  std::string stat;
+  if (FILE* f = fopen(fmt::format("/proc/{}/stat", pid).c_str(), "re")) {
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    stat.assign(buf, n);
+  }
+  // pid (comm) state ppid pgrp session tty_nr tpgid flags: comm may hold spaces and ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  unsigned long flags = 0;
+  if (sscanf(stat.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return false;
+  constexpr unsigned long kPfKthread = 0x00200000;
+  return (flags & kPfKthread) != 0;
+}
+
+}  // namespace
+
 Expected<RecordResult> Record(const RecordOptions& options) {
   if (options.backend != "auto" && options.backend != "ptrace" && options.backend != "ebpf")
     return Error(Code::kInvalidArgument,
                  fmt::format("unknown backend '{}' (auto, ebpf or ptrace)", options.backend));
   if (options.argv.empty() == (options.pid == 0))
     return Error(Code::kInvalidArgument, "give either -p PID or a command after --");
+  if (options.pid && IsKernelThread(options.pid))
+    return Error(
+        Code::kInvalidArgument,
+        fmt::format("pid {} is a kernel thread: it makes no system calls to record", options.pid));
   if (options.backend == "ebpf") return RecordWithEbpf(options);
   if (options.backend == "ptrace" || options.pid) return RecordWithPtrace(options);
   // auto: eBPF where the kernel allows it (what `fay doctor` checks), else ptrace. Only a
