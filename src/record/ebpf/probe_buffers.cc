@@ -136,29 +136,19 @@ void GenIovecs(Gen& g) {
   e.Load(2, R1, R9, kVSubBase);
   e.Store(2, R9, kScrFrag + 18, R1);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
-  e.Load(8, R3, R9, kVArrAddr);
-  e.Store(8, R9, kVAddr, R3);
-  e.Store(8, R9, kScrFrag + 40, R3);
-  e.Load(8, R4, R9, kVArrCount);
-  e.AluImm(BPF_LSH, R4, 4);
-  e.Store(8, R9, kScrFrag + 24, R4);
+  g.ArrayAsBytes(4);  // struct iovec: 16 bytes
 }
 
 // A byte range of any length R4 at R3 (header's arg, dir and sub set): capped, then inline when
 // short, else through the fragment callback. Ends at `done`.
 void GenAnyBuffer(Gen& g, Label done) {
   Emitter& e = g.e;
-  Label capped = e.NewLabel(), long_buffer = e.NewLabel();
+  Label long_buffer = e.NewLabel();
   e.Store(8, R9, kVAddr, R3);
   e.Store(8, R9, kScrFrag + 40, R3);
   e.Store(8, R9, kScrFrag + 24, R4);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
-  e.LdImm64(R1, Cap(g.o));
-  e.JmpIf(BPF_JLE, R4, R1, capped);
-  e.Mov(R4, R1);
-  e.Bind(capped);
-  e.Store(8, R9, kVWant, R4);
-  e.StoreImm(8, R9, kVOff, 0);
+  g.CapWanted();
   e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_buffer);
   GenShortBuffer(g, done);
   e.Bind(long_buffer);
@@ -250,12 +240,7 @@ void GenArrayCallback(Gen& g) {
   e.Store(8, R9, kScrFrag + 40, R3);
   e.StoreImm(8, R9, kScrFrag + 32, 0);
   GenString(g, next);
-  e.Bind(next);
-  e.MovImm(R0, 0);
-  e.Exit();
-  e.Bind(stop);
-  e.MovImm(R0, 1);
-  e.Exit();
+  g.LoopEnd(next, stop);
 }
 
 // bpf_loop callback over an iovec array (kVArrAddr): element `index` (sub 1 + index) is captured
@@ -294,15 +279,7 @@ void GenIovecCallback(Gen& g) {
   e.Store(8, R9, kVAddr, R3);
   e.Store(8, R9, kScrFrag + 24, R4);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
-  {
-    Label capped = e.NewLabel();
-    e.LdImm64(R1, Cap(g.o));
-    e.JmpIf(BPF_JLE, R4, R1, capped);
-    e.Mov(R4, R1);
-    e.Bind(capped);
-  }
-  e.Store(8, R9, kVWant, R4);
-  e.StoreImm(8, R9, kVOff, 0);
+  g.CapWanted();
   {
     Label long_element = e.NewLabel();
     e.JmpIfImm(BPF_JGE, R4, kFragBytes, long_element);
@@ -310,12 +287,7 @@ void GenIovecCallback(Gen& g) {
     e.Bind(long_element);
   }
   GenFragmentLoop(g);
-  e.Bind(skip);
-  e.MovImm(R0, 0);
-  e.Exit();
-  e.Bind(stop);
-  e.MovImm(R0, 1);
-  e.Exit();
+  g.LoopEnd(skip, stop);
 }
 
 // One NUL-terminated string at R3 (up to 4096 bytes; 4098 read so "exactly 4096" and "longer"
@@ -430,12 +402,7 @@ void GenRule(Gen& g, Label next) {
     e.MovImm(R4, 0);
     e.Call(BPF_FUNC_loop);
     e.StoreImm(2, R9, kScrFrag + 18, 0);
-    e.Load(8, R3, R9, kVArrAddr);
-    e.Store(8, R9, kVAddr, R3);
-    e.Store(8, R9, kScrFrag + 40, R3);
-    e.Load(8, R4, R9, kVArrCount);
-    e.AluImm(BPF_LSH, R4, 3);
-    e.Store(8, R9, kScrFrag + 24, R4);
+    g.ArrayAsBytes(3);  // pointers: 8 bytes
     e.Jmp(have_bytes);
     e.Bind(bytes);
   }
@@ -528,15 +495,7 @@ void GenRule(Gen& g, Label next) {
   }
   e.Store(8, R9, kScrFrag + 24, R4);
   e.Bind(have_bytes);
-  {
-    Label capped = e.NewLabel();
-    e.LdImm64(R1, Cap(g.o));
-    e.JmpIf(BPF_JLE, R4, R1, capped);
-    e.Mov(R4, R1);
-    e.Bind(capped);
-  }
-  e.Store(8, R9, kVWant, R4);
-  e.StoreImm(8, R9, kVOff, 0);
+  g.CapWanted();
   e.StoreImm(4, R9, kScrFrag + 20, 0);
   {
     Label long_buffer = e.NewLabel();
@@ -598,12 +557,7 @@ void GenRuleFunc(Gen& g) {
   e.JmpIfImm(BPF_JEQ, R1, 0, next);
   e.Bind(go);
   GenRule(g, next);
-  e.Bind(next);
-  e.MovImm(R0, 0);
-  e.Exit();
-  e.Bind(stop);
-  e.MovImm(R0, 1);
-  e.Exit();
+  g.LoopEnd(next, stop);
 }
 
 // The phase's one plain rule (SyscallSpec::enter_plain / exit_plain: a path, or a read's or a

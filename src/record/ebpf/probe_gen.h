@@ -334,6 +334,37 @@ struct Gen {
       e.Store(8, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * i), R1);
     }
   }
+  // The R4 bytes of a buffer, capped at --max-buffer, are what its fragments will hold
+  // (kVWant), from offset 0 (kVOff). Clobbers R1.
+  void CapWanted() {
+    Label capped = e.NewLabel();
+    e.LdImm64(R1, o.max_buffer);
+    e.JmpIf(BPF_JLE, R4, R1, capped);
+    e.Mov(R4, R1);
+    e.Bind(capped);
+    e.Store(8, R9, kVWant, R4);
+    e.StoreImm(8, R9, kVOff, 0);
+  }
+  // The end of a bpf_loop callback: `next` returns 0 (go on), `stop` returns 1.
+  void LoopEnd(Label next, Label stop) {
+    e.Bind(next);
+    e.MovImm(R0, 0);
+    e.Exit();
+    e.Bind(stop);
+    e.MovImm(R0, 1);
+    e.Exit();
+  }
+  // After its elements, the array at kVArrAddr itself (kVArrCount entries of 1 << shift bytes)
+  // as the byte range in R3 (address) and R4 (length), its fragment header's address and
+  // length set.
+  void ArrayAsBytes(int shift) {
+    e.Load(8, R3, R9, kVArrAddr);
+    e.Store(8, R9, kVAddr, R3);
+    e.Store(8, R9, kScrFrag + 40, R3);
+    e.Load(8, R4, R9, kVArrCount);
+    e.AluImm(BPF_LSH, R4, shift);
+    e.Store(8, R9, kScrFrag + 24, R4);
+  }
   // Remembers that the current rule (kVRule) could not read its memory. Clobbers R1, R2.
   void MarkRetry() {
     e.Load(4, R1, R9, kVRetryMask);
@@ -393,6 +424,7 @@ void GenSysExit(Gen& g);
 void GenStateWord(Gen& g);
 void GenLoadState(Gen& g);
 void GenChangeState(Gen& g, uint8_t op, int32_t bits);
+void GenReadArgField(Gen& g, int16_t arg_off, int32_t member, int16_t dst, int32_t size);
 void GenIds(Gen& g);
 void GenProcHeader(Gen& g, RecType type);
 void GenFork(Gen& g);

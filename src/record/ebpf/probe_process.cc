@@ -39,6 +39,20 @@ void GenChangeState(Gen& g, uint8_t op, int32_t bits) {
   e.Atomic64(op, R0, 0, R1);
 }
 
+// `size` bytes of a kernel structure's member at `member`, through the pointer that is argument
+// `arg_off` of the raw tracepoint (ctx at R6), into the scratch at `dst`; jumps out if the read
+// fails.
+void GenReadArgField(Gen& g, int16_t arg_off, int32_t member, int16_t dst, int32_t size) {
+  Emitter& e = g.e;
+  e.Load(8, R3, R6, arg_off);
+  e.AluImm(BPF_ADD, R3, member);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, dst);
+  e.MovImm(R2, size);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+}
+
 // fp-8 = 0, fp-16 = tgid, fp-24 = tid (each in a zeroed u64 slot). R6 = ctx.
 void GenIds(Gen& g) {
   Emitter& e = g.e;
@@ -81,20 +95,8 @@ void GenFork(Gen& g) {
   GenProcHeader(g, kRecFork);
   e.Load(4, R1, R10, kFpTgid);
   e.Store(4, R9, kScrFrag + 12, R1);
-  e.Load(8, R3, R6, 8);
-  e.AluImm(BPF_ADD, R3, g.o.task_tgid);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrFrag + 4);
-  e.MovImm(R2, 4);
-  e.Call(BPF_FUNC_probe_read_kernel);
-  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
-  e.Load(8, R3, R6, 8);
-  e.AluImm(BPF_ADD, R3, g.o.task_pid);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrFrag + 8);
-  e.MovImm(R2, 4);
-  e.Call(BPF_FUNC_probe_read_kernel);
-  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  GenReadArgField(g, 8, g.o.task_tgid, kScrFrag + 4, 4);
+  GenReadArgField(g, 8, g.o.task_pid, kScrFrag + 8, 4);
   e.Load(4, R1, R9, kScrFrag + 4);
   e.Load(4, R2, R9, kScrFrag + 8);
   e.StoreImm(4, R9, kScrFrag + 28, 1);
@@ -141,13 +143,7 @@ void GenExec(Gen& g) {
   e.Comment("raw sched_process_exec(task, old_pid, bprm)");
   e.Load(8, R1, R6, 8);
   e.Store(4, R9, kScrFrag + 12, R1);
-  e.Load(8, R3, R6, 16);
-  e.AluImm(BPF_ADD, R3, g.o.binprm_filename);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kScrFrag + 32);
-  e.MovImm(R2, 8);
-  e.Call(BPF_FUNC_probe_read_kernel);
-  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  GenReadArgField(g, 16, g.o.binprm_filename, kScrFrag + 32, 8);
   e.Load(8, R3, R9, kScrFrag + 32);
   e.Mov(R1, R9);
   e.AluImm(BPF_ADD, R1, kScrFrag + 32);
