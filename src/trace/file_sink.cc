@@ -38,8 +38,8 @@ FileSink::FileSink(OwnedFd fd, std::string what) : fd_(std::move(fd)), what_(std
     NameThisThread("fay-writer");
     // A direct write leaves the disk idle from its completion until this thread runs again to
     // hand over the next segment, and on a busy machine (a recorded program and its consumer
-    // on every CPU) that wait was the disk's longest: W2 to ext4 took 486 against 527 ms
-    // (medians of 7 interleaved runs) at real-time priority. The thread only waits on the
+    // on every CPU) that wait was the disk's longest: W2 to ext4 took 536 against 588 ms
+    // (medians of 9 interleaved runs) at real-time priority. The thread only waits on the
     // device, so it takes little CPU from anyone; plain writes copy into the page cache and
     // keep the normal priority. Refused (no CAP_SYS_NICE), it runs as before.
     if (direct) {
