@@ -1,7 +1,6 @@
 #include "record/recorder.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -105,29 +104,6 @@ Expected<std::string> ResolveCommand(const std::string& name) {
   }
   return Error(Code::kNotFound, fmt::format("cannot run '{}': command not found in PATH", name));
 }
-
-namespace {
-
-// PF_KTHREAD in the flags field of /proc/PID/stat. Neither backend can record one: ptrace
-// refuses it, and the probes would wait for a process that never makes a call or exits.
-bool IsKernelThread(pid_t pid) {
-  std::string stat;
-  if (FILE* f = fopen(fmt::format("/proc/{}/stat", pid).c_str(), "re")) {
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    stat.assign(buf, n);
-  }
-  // pid (comm) state ppid pgrp session tty_nr tpgid flags: comm may hold spaces and ')'.
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return false;
-  unsigned long flags = 0;
-  if (sscanf(stat.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return false;
-  constexpr unsigned long kPfKthread = 0x00200000;
-  return (flags & kPfKthread) != 0;
-}
-
-}  // namespace
 
 Expected<RecordResult> Record(const RecordOptions& options) {
   if (options.backend != "auto" && options.backend != "ptrace" && options.backend != "ebpf")

@@ -57,6 +57,18 @@ bool ReadTaskInfo(pid_t tid, TaskInfo* out) {
   return true;
 }
 
+bool IsKernelThread(pid_t pid) {
+  std::string s = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  // pid (comm) state ppid pgrp session tty_nr tpgid flags: comm may hold spaces and ')'.
+  size_t close = s.rfind(')');
+  unsigned long flags = 0;
+  if (close == std::string::npos ||
+      sscanf(s.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+    return false;
+  constexpr unsigned long kPfKthread = 0x00200000;
+  return (flags & kPfKthread) != 0;
+}
+
 std::string ReadProcLink(pid_t pid, const char* what) {
   char buf[PATH_MAX];
   std::string path = "/proc/" + std::to_string(pid) + "/" + what;

@@ -22,6 +22,9 @@ struct TaskInfo {
 bool ReadTaskInfo(pid_t tid, TaskInfo* out);
 // The thread's comm only (after exec or prctl(PR_SET_NAME)).
 bool ReadTaskComm(pid_t tid, std::array<char, 16>* out);
+// PF_KTHREAD in /proc/PID/stat's flags. Neither backend can record a kernel thread: ptrace
+// refuses it, and the probes would wait for a process that never makes a call or exits.
+bool IsKernelThread(pid_t pid);
 // /proc/PID/exe, cwd; empty when unreadable.
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.

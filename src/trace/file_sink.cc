@@ -42,12 +42,13 @@ FileSink::FileSink(OwnedFd fd, std::string what) : fd_(std::move(fd)), what_(std
     // (medians of 9 interleaved runs) at real-time priority. The thread only waits on the
     // device, so it takes little CPU from anyone; plain writes copy into the page cache and
     // keep the normal priority. Refused (no CAP_SYS_NICE), it runs as before.
+    bool rt = false;
     if (direct) {
-      sched_param rt{};
-      rt.sched_priority = 1;
-      (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
+      sched_param param{};
+      param.sched_priority = 1;
+      rt = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0;
     }
-    IoLoop();
+    IoLoop(rt);
   });
 }
 
@@ -91,16 +92,17 @@ Status FileSink::WriteOut(const uint8_t* data, size_t n, uint64_t at) {
   return Status::Ok();
 }
 
-void FileSink::IoLoop() {
+void FileSink::IoLoop(bool rt) {
   std::unique_lock lk(mu_);
   for (;;) {
     cv_.wait(lk, [&] { return busy_ || stop_; });
     if (!busy_) return;
     lk.unlock();
     Status st = WriteOut(flight_.get(), flight_len_, flight_at_);
-    if (!direct_) {
+    if (rt && !direct_) {  // fell back to plain writes: once, to normal priority
       sched_param normal{};
       (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+      rt = false;
     }
     lk.lock();
     if (!st.ok() && io_error_.ok()) io_error_ = st;

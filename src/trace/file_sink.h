@@ -64,7 +64,7 @@ class FileSink {
   Status WriteTail();        // the staged bytes past the last whole block, through the page cache
   Status HandOff(size_t n);  // the first n staged bytes, to the I/O thread
   Status WaitIdle();         // until no segment is in flight; its error, if any
-  void IoLoop();
+  void IoLoop(bool rt);      // rt: running at real-time priority (direct writes)
   bool SetDirect(bool on);
 
   OwnedFd fd_;

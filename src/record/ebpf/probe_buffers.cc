@@ -70,11 +70,7 @@ void GenFragmentLoop(Gen& g) {
   e.JmpIfImm(BPF_JNE, R1, 0, some);
   e.MovImm(R1, 1);
   e.Bind(some);
-  e.LdFunc(R2, g.frag_cb);
-  g.uses_frag_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  g.Loop(g.frag_cb, &g.uses_frag_cb);
 }
 
 // A buffer shorter than one fragment (length R4 < kFragBytes; address kVAddr; header set), read
@@ -128,11 +124,7 @@ void GenIovecs(Gen& g) {
   e.Store(8, R9, kVLeft, R2);
   e.Bind(unlimited);
   e.Mov(R1, R4);
-  e.LdFunc(R2, g.iovec_cb);
-  g.uses_iovec_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  g.Loop(g.iovec_cb, &g.uses_iovec_cb);
   e.Load(2, R1, R9, kVSubBase);
   e.Store(2, R9, kScrFrag + 18, R1);
   e.StoreImm(4, R9, kScrFrag + 20, 0);
@@ -396,11 +388,7 @@ void GenRule(Gen& g, Label next) {
     e.Store(8, R9, kVArrAddr, R3);
     e.StoreImm(8, R9, kVArrCount, 0);
     e.MovImm(R1, static_cast<int32_t>(kMaxCapturedArrayEntries));
-    e.LdFunc(R2, g.array_cb);
-    g.uses_array_cb = true;
-    e.MovImm(R3, 0);
-    e.MovImm(R4, 0);
-    e.Call(BPF_FUNC_loop);
+    g.Loop(g.array_cb, &g.uses_array_cb);
     e.StoreImm(2, R9, kScrFrag + 18, 0);
     g.ArrayAsBytes(3);  // pointers: 8 bytes
     e.Jmp(have_bytes);
@@ -683,11 +671,7 @@ void GenPhase(Gen& g, Phase phase) {
     e.Load(4, R1, R8, 4);
   else
     e.MovImm(R1, kRulesPerPhase);
-  e.LdFunc(R2, g.rule_cb);
-  g.uses_rule_cb = true;
-  e.MovImm(R3, 0);
-  e.MovImm(R4, 0);
-  e.Call(BPF_FUNC_loop);
+  g.Loop(g.rule_cb, &g.uses_rule_cb);
   if (phase == Phase::kEnterRetry) e.StoreImm(4, R9, kVRetryMask, 0);
   e.Bind(done);
 }

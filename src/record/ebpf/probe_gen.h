@@ -345,6 +345,15 @@ struct Gen {
     e.Store(8, R9, kVWant, R4);
     e.StoreImm(8, R9, kVOff, 0);
   }
+  // bpf_loop(R1 rounds, cb, no context, no flags); `uses` marks the callback as needed, so that
+  // Finish appends it.
+  void Loop(Label cb, bool* uses) {
+    e.LdFunc(R2, cb);
+    *uses = true;
+    e.MovImm(R3, 0);
+    e.MovImm(R4, 0);
+    e.Call(BPF_FUNC_loop);
+  }
   // The end of a bpf_loop callback: `next` returns 0 (go on), `stop` returns 1.
   void LoopEnd(Label next, Label stop) {
     e.Bind(next);
