@@ -1,4 +1,5 @@
-# Thin wrapper over CMake. Every entry point installs dependencies first.
+# Thin wrapper over CMake. Every entry point installs dependencies first. Without make, ./dev TARGET
+# installs them (make included) and then runs make TARGET.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 

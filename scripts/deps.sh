@@ -1,10 +1,13 @@
 #!/bin/sh
-# Installs every Debian package fay needs to build, test and benchmark. Idempotent and silent when
-# everything is already installed.
+# Installs every Debian package fay needs to build, test and benchmark, or only the packages named
+# as arguments (scripts/fresh_check.sh asks for debootstrap this way). Idempotent and silent when
+# everything is already installed. A minimal Debian 12 has neither make nor a compiler:
+# build-essential brings both, make is named too since ./dev runs it.
 set -e
-PKGS="build-essential cmake pkg-config git libbpf-dev libelf-dev zlib1g-dev libzstd-dev
+PKGS="build-essential make cmake pkg-config git libbpf-dev libelf-dev zlib1g-dev libzstd-dev
 libxxhash-dev libisal-dev libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev bpftool
 bpftrace strace linux-perf sqlite3 python3 babeltrace2"
+[ $# -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
