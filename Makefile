@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench format clean
+.PHONY: all deps configure build test demo bench fresh-check format clean
 
 all: build
 
@@ -24,6 +24,11 @@ demo: build
 
 bench: build
 	bench/run
+
+# Opt-in, not part of test: the README's two commands on a minimal Debian 12 made by debootstrap,
+# in a chroot, from a clone of the committed HEAD. Root, about half an hour. KEEP=1 keeps the root.
+fresh-check:
+	@./scripts/fresh_check.sh $(if $(KEEP),--keep)
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')
