@@ -44,12 +44,41 @@ std::vector<pid_t> ChildrenOf(pid_t pid) {
   return out;
 }
 
+// The tasks (thread ids) of process `pid`, from /proc/PID/task.
+std::vector<pid_t> TasksOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string dir = fmt::format("/proc/{}/task", pid);
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* ent = readdir(d))
+    if (ent->d_name[0] != '.') out.push_back(static_cast<pid_t>(atoi(ent->d_name)));
+  closedir(d);
+  return out;
+}
+
+// The record offset of a tracepoint's field, read from its tracefs format.
+int FieldOffset(const std::string& category, const std::string& name, const std::string& field,
+                int fallback) {
+  auto root = TracefsRoot();
+  if (!root.ok()) return fallback;
+  auto format = ReadEventFormat(*root, category, name);
+  if (!format.ok()) return fallback;
+  for (const auto& f : format->fields)
+    if (f.name == field && f.size == 4) return f.offset;
+  return fallback;
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
                                                      const CodegenOptions& options) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
   CodegenOptions opts = options;
+  if (opts.scoped) {
+    opts.fork_child_off =
+        FieldOffset("sched", "sched_process_fork", "child_pid", opts.fork_child_off);
+    opts.free_pid_off = FieldOffset("sched", "sched_process_free", "pid", opts.free_pid_off);
+  }
   if (opts.task_comm_offset < 0) {
     auto off = TaskStructOffsets();
     if (off.ok()) {
@@ -107,23 +136,36 @@ Status LiveQuery::AddScopePid(pid_t pid, bool pending_exec) {
   uint32_t key = static_cast<uint32_t>(pid);
   uint8_t state = pending_exec ? kScopePendingExec : kScopeActive;
   FAY_RETURN_IF_ERROR(maps_[kMapScope]->Update(&key, &state));
+  // Its threads by their own ids too: the tracepoints that name another task (a wakeup's
+  // wakee) look a thread up by its id. A thread gone since is harmless: ids are not reused
+  // before the task is freed, and then the free program would drop it.
+  for (pid_t tid : TasksOf(pid)) {
+    uint32_t k = static_cast<uint32_t>(tid);
+    if (tid != pid) FAY_RETURN_IF_ERROR(maps_[kMapScope]->Update(&k, &state));
+  }
   for (pid_t c : ChildrenOf(pid)) FAY_RETURN_IF_ERROR(AddScopePid(c));
   return Status::Ok();
 }
 
 Status LiveQuery::Attach() {
   FAY_RETURN_IF_ERROR(EnsureTracefs());
-  // Scope tracking goes first so that no fork slips between attaching the probes and it.
+  // The kernel runs the programs of one tracepoint in the order they were attached, and the
+  // order matters where a scope program shares a tracepoint with the query's:
+  //  - fork tracking and the held command's start go first, so no fork slips between attaching
+  //    the probes and tracking it, and the command's first execve is already its own when the
+  //    query's sys_enter program sees it;
+  //  - dropping a freed task goes last, so the query's sched_process_free program still sees
+  //    the task in scope.
   std::vector<size_t> order;
-  for (size_t i = 0; i < gen_.programs.size(); ++i)
-    if (gen_.programs[i].attach.role == ProgRole::kScopeFork ||
-        gen_.programs[i].attach.role == ProgRole::kScopeExit ||
-        gen_.programs[i].attach.role == ProgRole::kScopeExec)
-      order.push_back(i);
-  for (size_t i = 0; i < gen_.programs.size(); ++i)
-    if (gen_.programs[i].attach.role == ProgRole::kEntry) order.push_back(i);
-  for (size_t i = 0; i < gen_.programs.size(); ++i)
-    if (gen_.programs[i].attach.role == ProgRole::kMain) order.push_back(i);
+  auto add = [&](ProgRole role) {
+    for (size_t i = 0; i < gen_.programs.size(); ++i)
+      if (gen_.programs[i].attach.role == role) order.push_back(i);
+  };
+  add(ProgRole::kScopeFork);
+  add(ProgRole::kScopeStart);
+  add(ProgRole::kEntry);
+  add(ProgRole::kMain);
+  add(ProgRole::kScopeFree);
 
   for (size_t i : order) {
     const Attachment& a = gen_.programs[i].attach;
@@ -153,9 +195,18 @@ Status LiveQuery::Attach() {
       }
     }
     if (!link.ok()) return link.status();
-    links_.push_back(std::move(link).value());
+    if (a.role == ProgRole::kScopeStart)
+      start_link_ = std::move(link).value();
+    else
+      links_.push_back(std::move(link).value());
   }
   return Status::Ok();
+}
+
+void LiveQuery::CommandStarted() {
+  // The command has exec'd, so the start program has done its one job; every other process's
+  // system calls should not keep paying for it.
+  Link gone = std::move(start_link_);
 }
 
 void LiveQuery::Detach() {
@@ -166,6 +217,7 @@ void LiveQuery::Detach() {
     closers.emplace_back([l = std::move(link)]() mutable { Link gone = std::move(l); });
   for (auto& t : closers) t.join();
   links_.clear();
+  CommandStarted();
 }
 
 Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
@@ -350,6 +402,9 @@ RunStats LiveQuery::Stats() const {
     st.dropped += c[kStatDropped];
     st.map_full += c[kStatMapFull];
     st.read_errors += c[kStatReadErrors];
+    st.map_busy += c[kStatMapBusy];
+    st.map_errors += c[kStatMapErrors];
+    st.no_entry += c[kStatNoEntry];
   }
   if (!gen_.counts_matched) st.events_matched = st.events_seen;
   return st;

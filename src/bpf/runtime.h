@@ -33,6 +33,8 @@ class LiveQuery {
   Status AddScopePid(pid_t pid, bool pending_exec = false);
   Status Attach();
   void Detach();
+  // A held `-c` command has exec'd: detaches the program that waited for its first execve.
+  void CommandStarted();
 
   // kAggregate: merges the per-CPU states of the current window. With `every`, swaps the
   // double-buffered maps first and clears the window it read.
@@ -67,6 +69,7 @@ class LiveQuery {
   std::optional<Map> maps_[kMapCount];
   std::vector<Program> programs_;
   std::vector<Link> links_;
+  Link start_link_;  // kScopeStart, until CommandStarted()
   std::unique_ptr<RingBufferReader> ring_;
   const RowCallback* row_cb_ = nullptr;
   uint64_t window_ = 0;

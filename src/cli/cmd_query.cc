@@ -160,6 +160,7 @@ int RunQuery(const QueryOptions& opt) {
   bool scoped = !opt.command.empty() || opt.pid;
   bpf::CodegenOptions copt;
   copt.scoped = scoped;
+  copt.held_command = !opt.command.empty();
   copt.self_tgid = static_cast<uint32_t>(getpid());
   auto live = bpf::LiveQuery::Load(*plan, copt);
   if (!live.ok()) return Fail(WithPrivilegeHint(live.status()));
@@ -206,6 +207,7 @@ int RunQuery(const QueryOptions& opt) {
   }
   if (child) {
     if (Status st = child->Release(); !st.ok()) return Fail(st);
+    (*live)->CommandStarted();
   }
 
   std::unique_ptr<OutputSink> sink =

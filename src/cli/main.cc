@@ -7,7 +7,8 @@
 #include "common/child_process.h"
 
 int main(int argc, char** argv) {
-  fay::NoteInheritedFds();  // before any thread: see HeldChild::Spawn
+  fay::NoteInheritedFds();      // before any thread: see HeldChild::Spawn
+  fay::NoteInheritedSignals();  // before fay blocks or handles any
   CLI::App app{"fay: declarative tracing compiled to eBPF"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "fay 0.1.0");

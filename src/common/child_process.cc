@@ -66,6 +66,46 @@ std::optional<std::vector<int>>& InheritedFds() {
 
 }  // namespace
 
+namespace {
+
+struct InheritedSignals {
+  bool noted = false;
+  sigset_t ignored;
+  sigset_t mask;
+};
+
+InheritedSignals& Signals() {
+  static InheritedSignals s;
+  return s;
+}
+
+}  // namespace
+
+void NoteInheritedSignals() {
+  InheritedSignals& s = Signals();
+  sigemptyset(&s.ignored);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa {};
+    if (sigaction(sig, nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN) sigaddset(&s.ignored, sig);
+  }
+  sigprocmask(SIG_SETMASK, nullptr, &s.mask);
+  s.noted = true;
+}
+
+void RestoreInheritedSignals() {
+  const InheritedSignals& s = Signals();
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction sa {};
+    sa.sa_handler = s.noted && sigismember(&s.ignored, sig) == 1 ? SIG_IGN : SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);  // fails harmlessly for the C library's own signals
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, s.noted ? &s.mask : &none, nullptr);
+}
+
 void NoteInheritedFds() {
   std::vector<int> fds;
   if (DIR* d = opendir("/proc/self/fd")) {
@@ -159,12 +199,8 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
     if (!options.die_with_parent) prctl(PR_SET_PDEATHSIG, 0);
-    // fay blocks the signals it handles through a signalfd; the command must not inherit that.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    // fay blocks the signals it handles through a signalfd; the command gets what fay had.
+    RestoreInheritedSignals();
     if (options.exe.empty())
       execvp(args[0], args.data());
     else

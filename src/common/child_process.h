@@ -22,6 +22,17 @@ Expected<std::vector<std::string>> SplitCommand(const std::string& cmd);
 // open without close-on-exec.
 void NoteInheritedFds();
 
+// Remembers the signal mask fay was started with and which signals it was started ignoring,
+// before fay blocks or handles any. Call first thing in main(), before any thread exists.
+void NoteInheritedSignals();
+
+// In a forked child, before its exec: gives the command exactly the dispositions and mask fay
+// inherited (strace's rule: a command started under nohup, or with `trap '' INT`, behaves the
+// same traced). Handlers fay installed would be reset by the exec anyway; a signal fay set to
+// SIG_IGN, or one it blocks for its signalfd, would not. Async-signal-safe. Without
+// NoteInheritedSignals: an empty mask and every disposition at its default.
+void RestoreInheritedSignals();
+
 // The descriptors a forked child closes before its exec: all above stderr that fay was not
 // started with, but `keep` (the child's own pipe ends). Made before the fork, since the child
 // may not allocate; CloseInChild is async-signal-safe. Closes nothing without NoteInheritedFds.

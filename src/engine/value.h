@@ -56,6 +56,10 @@ struct RunStats {
   uint64_t dropped = 0;         // ring buffer full (select)
   uint64_t map_full = 0;        // aggregate key not inserted: map full
   uint64_t read_errors = 0;     // str()/stack reads that failed
+  // Printed only when non-zero (so the summary line keeps its shape):
+  uint64_t map_busy = 0;    // a probe nested on the same CPU found the map's bucket locked
+  uint64_t map_errors = 0;  // any other refused insert, e.g. no memory for a new key
+  uint64_t no_entry = 0;    // returns whose entry was never seen (calls in flight at attach)
 };
 
 }  // namespace fay

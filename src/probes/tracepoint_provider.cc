@@ -50,6 +50,16 @@ std::vector<Field> TracepointFields(const EventFormat& format) {
     }
     fields.push_back(std::move(field));
   }
+  // Every record field is also `args.NAME`, as bpftrace spells it. It is the only way to reach
+  // a record field that a common field shadows: sched_wakeup's `pid` and `comm` are the
+  // wakee's, while the common `pid` and `comm` are the running task's (the waker's).
+  const size_t n_common = CommonFields().size();
+  const size_t n = fields.size();
+  for (size_t i = n_common; i < n; ++i) {
+    Field alias = fields[i];
+    alias.name = "args." + alias.name;
+    fields.push_back(std::move(alias));
+  }
   return fields;
 }
 

@@ -38,11 +38,11 @@ enum class AttachKind {
 };
 
 enum class ProgRole {
-  kMain,       // evaluates the pipeline at this point
-  kEntry,      // syscall/uprobe entry that only records entry state for a kMain at exit
-  kScopeFork,  // sched_process_fork: extends the traced process set to children
-  kScopeExit,  // sched_process_exit: shrinks it
-  kScopeExec,  // sched_process_exec: a `-c` command becomes traced once it has exec'd
+  kMain,        // evaluates the pipeline at this point
+  kEntry,       // syscall/uprobe entry that only records entry state for a kMain at exit
+  kScopeFork,   // sched_process_fork: extends the traced set to the new task
+  kScopeFree,   // sched_process_free: a task is gone for good; it leaves the set
+  kScopeStart,  // raw sys_enter: a held `-c` command is traced from its first execve on
 };
 
 struct Attachment {
@@ -66,7 +66,12 @@ struct Plan {
   int key_size = 0;        // bytes; 8 when there are no keys (a single zero key)
   std::vector<AggSlot> aggs;
   int value_size = 0;
-  bool needs_exit = false;        // a syscall probe needs ret/errno/latency, or uprobe latency
+  bool needs_exit = false;  // a syscall probe needs ret/errno/latency, or uprobe latency
+  // With an exit part: the str() calls on an argument the call only reads (a syscall's
+  // `const char *`, a uprobe argument). The probe reads them at entry and keeps the bytes with
+  // the entry state: by the exit the memory may be gone (execve replaced it) or changed. One
+  // per distinct text; others with the same text use its bytes.
+  std::vector<const Expr*> entry_strings;
   bool use_raw_syscalls = false;  // many syscall probes share raw_syscalls programs
   std::vector<Attachment> attachments;
   uint32_t max_keys = 10240;

@@ -30,11 +30,11 @@ const char* AggName(AggFunc f) {
 }
 
 std::string AttachText(const Plan& plan, const Attachment& a) {
-  std::string role = a.role == ProgRole::kEntry       ? "entry"
-                     : a.role == ProgRole::kScopeFork ? "scope-fork"
-                     : a.role == ProgRole::kScopeExit ? "scope-exit"
-                     : a.role == ProgRole::kScopeExec ? "scope-exec"
-                                                      : "main";
+  std::string role = a.role == ProgRole::kEntry        ? "entry"
+                     : a.role == ProgRole::kScopeFork  ? "scope-fork"
+                     : a.role == ProgRole::kScopeFree  ? "scope-free"
+                     : a.role == ProgRole::kScopeStart ? "scope-start"
+                                                       : "main";
   switch (a.kind) {
     case AttachKind::kTracepoint:
       return fmt::format("tracepoint {}:{} ({})", a.category, a.name, role);

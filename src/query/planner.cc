@@ -95,6 +95,33 @@ bool UsesLatency(const Plan& plan) {
   return uses;
 }
 
+// Is `e` str() of a pointer the call reads, on every probe? See Plan::entry_strings.
+bool IsInputString(const Plan& plan, const Expr& e) {
+  if (e.kind != ExprKind::kCall || e.name != "str" || e.kids.empty()) return false;
+  const Expr& ptr = *e.kids[0];
+  if (ptr.kind != ExprKind::kField || ptr.field_index.size() != plan.probes.size()) return false;
+  for (size_t p = 0; p < plan.probes.size(); ++p) {
+    const Field& f = plan.probes[p].fields[static_cast<size_t>(ptr.field_index[p])];
+    bool input = (plan.probes[p].kind == ProbeKind::kSyscall && f.source == FieldSource::kCtx &&
+                  f.c_type.rfind("const ", 0) == 0) ||
+                 f.source == FieldSource::kUprobeArg;
+    if (!input) return false;
+  }
+  return true;
+}
+
+void PlanEntryStrings(Plan& plan) {
+  auto check = [&](const Expr& e) {
+    if (!IsInputString(plan, e)) return;
+    for (const Expr* s : plan.entry_strings)
+      if (s->text == e.text && s->type == e.type) return;
+    plan.entry_strings.push_back(&e);
+  };
+  VisitExpr(plan.predicate, check);
+  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
+  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+}
+
 void PlanAttachments(Plan& plan, const PlanOptions& options) {
   size_t syscalls = 0;
   for (const auto& p : plan.probes) syscalls += p.kind == ProbeKind::kSyscall;
@@ -274,6 +301,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (p.kind == ProbeKind::kUretprobe && uses_args()) plan.needs_exit = true;
   for (const auto& p : plan.probes)
     if (p.kind == ProbeKind::kUretprobe && UsesLatency(plan)) plan.needs_exit = true;
+  if (plan.needs_exit) PlanEntryStrings(plan);
   PlanAttachments(plan, options);
   return plan;
 }

@@ -16,7 +16,6 @@ class StopSignals {
   StopSignals& operator=(const StopSignals&) = delete;
 
   // The mask from before construction: what a spawned command must run with.
-  const sigset_t& previous_mask() const { return old_mask_; }
   // Installs handler for the three signals, then unblocks them.
   void Handle(void (*handler)(int));
   // Puts the previous handlers (if Handle ran) and mask back. Idempotent.

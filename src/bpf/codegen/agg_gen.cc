@@ -2,6 +2,9 @@
 // `every`), then update each aggregate's state in place. The byte layouts are query/agg_layout.h.
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <optional>
+
 #include "bpf/codegen/gen_context.h"
 #include "query/agg_layout.h"
 
@@ -16,10 +19,11 @@ void LoadConst(Emitter& e, Reg dst, int64_t v) {
 }
 
 // R0 = pointer to the value for the key at R9+0 in `map`, inserting zeroed states if absent.
-// Falls through with R8 = value; jumps to g.exit_label when the map is full.
-void GenFindOrInsert(Gen& g, int map, Label have) {
+// Jumps to `have` with it. An insert the kernel refuses is counted under its cause and ends the
+// event, unless `fallback` is given: then it jumps there (the cache keeps the key instead).
+void GenFindOrInsert(Gen& g, int map, Label have, std::optional<Label> fallback = std::nullopt) {
   Emitter& e = g.e;
-  Label again = e.NewLabel(), full = e.NewLabel();
+  Label again = e.NewLabel(), refused = e.NewLabel(), busy = e.NewLabel();  // busy: no fallback
   e.LdMap(R1, map);
   e.Mov(R2, R9);
   e.Call(BPF_FUNC_map_lookup_elem);
@@ -35,15 +39,31 @@ void GenFindOrInsert(Gen& g, int map, Label have) {
   e.Call(BPF_FUNC_map_update_elem);
   e.JmpIfImm(BPF_JEQ, R0, 0, again);
   e.JmpIfImm(BPF_JEQ, R0, -EEXIST, again);
-  e.Bind(full);
+  e.JmpIfImm(BPF_JNE, R0, -E2BIG, refused);
   GenBumpStat(g, kStatMapFull);
   e.Jmp(g.exit_label);
+  e.Bind(refused);
+  // Not a full map: -ENOMEM when a probe in a context that cannot refill the map's free list
+  // (the scheduler's tracepoints) inserts several new keys in a row, -EBUSY when it nests on
+  // a CPU inside another probe's update. The key may still fit in the cache.
+  if (fallback) {
+    e.Jmp(*fallback);
+  } else {
+    e.JmpIfImm(BPF_JEQ, R0, -EBUSY, busy);
+    GenBumpStat(g, kStatMapErrors);
+    e.Jmp(g.exit_label);
+    e.Bind(busy);
+    GenBumpStat(g, kStatMapBusy);
+    e.Jmp(g.exit_label);
+  }
   e.Bind(again);
   e.LdMap(R1, map);
   e.Mov(R2, R9);
   e.Call(BPF_FUNC_map_lookup_elem);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  e.Jmp(have);
+  e.JmpIfImm(BPF_JNE, R0, 0, have);
+  // Inserted, yet gone: user space cleared the window in between. Counted, not silent.
+  GenBumpStat(g, kStatMapErrors);
+  e.Jmp(g.exit_label);
 }
 
 // *(u64 *)(R8 + off + R3 * 8) += 1 when R3 <= max_index.
@@ -223,7 +243,9 @@ void GenUpdate(Gen& g, const AggSlot& slot) {
 // Tries the direct-mapped per-CPU cache for the key at R9+0. On a hit jumps to `have` with
 // R0 = the states; on a collision falls through to the hash map. A free slot is claimed only
 // after the key has a place in the hash map, so the cache never holds more keys than
-// --max-keys allows and a full map is counted exactly as without the cache.
+// --max-keys allows and a full map is counted exactly as without the cache. When the hash map
+// refuses the key for another reason than being full (no memory, nested), the slot is claimed
+// anyway: user space merges cache-only keys like the others, and nothing is lost.
 void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
   Emitter& e = g.e;
   const int words = g.plan.key_size / 8;
@@ -250,7 +272,7 @@ void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
   e.Jmp(hit);
   e.Bind(claim);
   e.Mov(R8, R0);
-  GenFindOrInsert(g, hash_map, inserted);
+  GenFindOrInsert(g, hash_map, inserted, inserted);
   e.Bind(inserted);
   e.StoreImm(8, R8, 0, 1);
   for (int w = 0; w < words; ++w) {

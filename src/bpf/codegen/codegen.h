@@ -40,8 +40,11 @@ enum StatIndex {
   kStatSeen = 0,
   kStatMatched,
   kStatDropped,
-  kStatMapFull,
+  kStatMapFull,  // a new key refused: -E2BIG, the map holds --max-keys
   kStatReadErrors,
+  kStatMapBusy,    // a new key refused: -EBUSY, a probe nested on this CPU holds the lock
+  kStatMapErrors,  // a new key refused for another reason (-ENOMEM: no free element)
+  kStatNoEntry,    // an exit whose entry state is missing
   kStatCount = 8,
 };
 
@@ -49,6 +52,7 @@ constexpr int kMaxSyscalls = 512;
 // Values in kMapScope.
 constexpr int kScopeActive = 1;
 constexpr int kScopePendingExec = 2;
+constexpr int kSysExecve = 59, kSysExecveat = 322;  // x86-64
 // Syscall probes run as raw tracepoint programs on sys_enter/sys_exit: the kernel then skips
 // building a trace record, which is most of what a syscall tracepoint costs. The prologue builds
 // the record the rest of the code generator reads (raw_syscalls layout: id at +8, args or ret at
@@ -87,10 +91,12 @@ struct GeneratedProgram {
 };
 
 struct CodegenOptions {
-  bool scoped = false;     // filter by kMapScope (-c / -p) and track forks/exits
-  uint32_t self_tgid = 0;  // when not scoped, ignore this process (fay itself); 0 = none
-  // Field offsets of sched:sched_process_fork (parent_pid, child_pid), read from tracefs.
-  int fork_parent_off = 12, fork_child_off = 20;
+  bool scoped = false;        // filter by kMapScope (-c / -p) and track forks and frees
+  bool held_command = false;  // -c: the scope holds a command pending its exec (kScopeStart)
+  uint32_t self_tgid = 0;     // when not scoped, ignore this process (fay itself); 0 = none
+  // Offsets of sched_process_fork's child_pid and sched_process_free's pid, from tracefs
+  // (LiveQuery::Load reads them; these are kernel 6.18's).
+  int fork_child_off = 20, free_pid_off = 12;
   // >= 0: read comm straight from the current task_struct (BTF pointer) at this offset,
   // which is several times cheaper than bpf_get_current_comm.
   int task_comm_offset = -1;

@@ -2,6 +2,9 @@
 // entry copy for syscall arguments seen at exit, and pt_regs for uprobes.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "bpf/codegen/gen_context.h"
 
 namespace fay::bpf {
@@ -12,9 +15,14 @@ constexpr int16_t kRegsArgOff[6] = {112, 104, 96, 88, 72, 64};  // di si dx cx r
 constexpr int16_t kRegsAxOff = 80;
 constexpr int16_t kSysExitRetOff = 16;  // `long ret` in sys_exit_* and raw_syscalls:sys_exit
 
-const Field& FieldOf(const Gen& g, const Expr& expr) {
-  int p = g.layout_probe();
-  return g.plan.probes[p].fields[expr.field_index[p]];
+const Field& FieldOf(const Gen& g, const Expr& expr, int probe) {
+  return g.plan.probes[probe].fields[expr.field_index[probe]];
+}
+
+// Two probes read a field the same way when every fact the loads below depend on agrees.
+bool SameLayout(const Field& a, const Field& b, const ProbeInfo& pa, const ProbeInfo& pb) {
+  return a.source == b.source && a.offset == b.offset && a.size == b.size && a.index == b.index &&
+         a.c_type == b.c_type && a.type == b.type && pa.kind == pb.kind;
 }
 
 // Narrow loads zero-extend; signed narrow fields need their sign back.
@@ -34,8 +42,9 @@ void LoadProbeIndex(Gen& g, Reg dst) {
 
 }  // namespace
 
-void GenField(Gen& g, const Expr& expr) {
-  const Field& f = FieldOf(g, expr);
+namespace {
+
+void GenFieldOf(Gen& g, const Field& f, int probe) {
   Emitter& e = g.e;
   e.Comment(f.name);
   switch (f.source) {
@@ -76,7 +85,7 @@ void GenField(Gen& g, const Expr& expr) {
       LoadProbeIndex(g, R7);
       return;
     case FieldSource::kCtx:
-      if (g.has_entry && g.plan.probes[g.layout_probe()].kind == ProbeKind::kSyscall) {
+      if (g.has_entry && g.plan.probes[probe].kind == ProbeKind::kSyscall) {
         e.Load(8, R7, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * f.index));
       } else {
         e.Load(f.size, R7, R6, static_cast<int16_t>(f.offset));
@@ -109,8 +118,7 @@ void GenField(Gen& g, const Expr& expr) {
     }
     case FieldSource::kLatency:
       if (!g.has_entry) {
-        g.Fail("latency needs both the entry and the exit of " +
-               g.plan.probes[g.layout_probe()].name);
+        g.Fail("latency needs both the entry and the exit of " + g.plan.probes[probe].name);
         return;
       }
       e.Call(BPF_FUNC_ktime_get_ns);
@@ -161,8 +169,7 @@ void GenField(Gen& g, const Expr& expr) {
   }
 }
 
-void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
-  const Field& f = FieldOf(g, expr);
+void GenStringFieldOf(Gen& g, const Field& f, int off, int cap) {
   Emitter& e = g.e;
   e.Comment(f.name);
   e.Mov(R1, R9);
@@ -207,6 +214,63 @@ void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
     default:
       g.Fail(fmt::format("internal: field {} is not a string", f.name));
   }
+}
+
+}  // namespace
+
+std::vector<int> ProgramProbes(const Gen& g) {
+  if (g.static_probe() >= 0) return {g.static_probe()};
+  std::vector<int> out;
+  for (size_t i = 0; i < g.plan.probes.size(); ++i)
+    if (g.plan.probes[i].kind == ProbeKind::kSyscall) out.push_back(static_cast<int>(i));
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+void GenPerProbe(Gen& g, const Expr& expr, const std::function<void(const Field&, int)>& body) {
+  // One group per distinct way of reading the field, each with the probes that read it so.
+  std::vector<std::vector<int>> groups;
+  for (int p : ProgramProbes(g)) {
+    const Field& f = FieldOf(g, expr, p);
+    auto same = [&](const std::vector<int>& grp) {
+      return SameLayout(FieldOf(g, expr, grp[0]), f, g.plan.probes[grp[0]], g.plan.probes[p]);
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), same);
+    if (it == groups.end())
+      groups.push_back({p});
+    else
+      it->push_back(p);
+  }
+  if (groups.size() == 1) {
+    body(FieldOf(g, expr, groups[0][0]), groups[0][0]);
+    return;
+  }
+  // A program shared by probes that place the field differently (openat's filename is its
+  // second argument, open's its first): pick the load by the probe index at run time.
+  Emitter& e = g.e;
+  e.Comment(fmt::format("{}: {} layouts across the probes; dispatch on the probe", expr.text,
+                        groups.size()));
+  Label done = e.NewLabel();
+  std::vector<Label> starts;
+  e.Load(8, R1, R10, kFpProbe);
+  for (size_t i = 1; i < groups.size(); ++i) {
+    starts.push_back(e.NewLabel());
+    for (int p : groups[i]) e.JmpIfImm(BPF_JEQ, R1, p, starts.back());
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (i > 0) e.Bind(starts[i - 1]);
+    body(FieldOf(g, expr, groups[i][0]), groups[i][0]);
+    if (i + 1 < groups.size()) e.Jmp(done);
+  }
+  e.Bind(done);
+}
+
+void GenField(Gen& g, const Expr& expr) {
+  GenPerProbe(g, expr, [&](const Field& f, int probe) { GenFieldOf(g, f, probe); });
+}
+
+void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
+  GenPerProbe(g, expr, [&](const Field& f, int) { GenStringFieldOf(g, f, off, cap); });
 }
 
 }  // namespace fay::bpf

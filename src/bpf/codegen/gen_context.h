@@ -6,11 +6,13 @@
 //   R8  the aggregate value / ring-buffer record being written
 //   R9  the per-CPU scratch value: key at 0, entry copy, then string buffers
 // Stack: fp-8 is a helper key slot, fp-16 holds the probe index, fp-24 the tgid during the scope
-// check, fp-32 the current task (BTF pointer), fp-40 the raw tracepoint context; temporaries
-// grow below.
+// check, fp-32 the current task (BTF pointer), fp-40 the raw tracepoint context, fp-56..-41 the
+// entry map's key; temporaries grow below.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "bpf/codegen/codegen.h"
 #include "bpf/emitter.h"
@@ -22,7 +24,22 @@ constexpr int16_t kFpProbe = -16;
 constexpr int16_t kFpTgid = -24;
 constexpr int16_t kFpTask = -32;
 constexpr int16_t kFpCtx = -40;
-constexpr int16_t kFpTempBase = -48;
+constexpr int16_t kFpEntryKey = -56;  // 16 bytes: {thread id, a uprobe's stack pointer or 0}
+constexpr int16_t kFpTempBase = -64;
+
+// A str() read at entry (Plan::entry_strings): its bytes sit in the entry value at `off`.
+struct EntryString {
+  const Expr* expr = nullptr;
+  int off = 0;  // from the start of the entry value
+  int len = 0;  // bytes read, NUL included; the slot takes len rounded up to 8
+};
+
+// The entry value: u64 entry time, six u64 arguments, then the entry strings.
+struct EntryLayout {
+  std::vector<EntryString> strings;
+  int size = kEntryValueSize;
+};
+EntryLayout LayOutEntry(const Plan& plan);
 
 class Gen {
  public:
@@ -35,6 +52,7 @@ class Gen {
   const Attachment& attach;
   Emitter e;
   const int entry_off;     // entry copy inside scratch
+  EntryLayout entry;       // what the entry copy holds
   bool has_entry = false;  // fields come from the scratch entry copy (exit programs)
   bool use_cache = false;  // aggregate through the per-CPU direct-mapped cache
   bool task_ptr = false;   // kFpTask holds the current task_struct (BTF pointer)
@@ -59,6 +77,13 @@ class Gen {
   void FreeStr() { --strs_; }
   void set_str_base(int base) { str_base_ = base; }
 
+  // The entry string a str() call can use instead of reading user memory, if any.
+  const EntryString* FindEntryString(const Expr& call) const {
+    for (const EntryString& s : entry.strings)
+      if (s.expr->text == call.text && s.expr->type == call.type) return &s;
+    return nullptr;
+  }
+
   void Fail(const std::string& msg) {
     if (status.ok()) status = Status(Code::kInvalidArgument, msg);
   }
@@ -66,9 +91,6 @@ class Gen {
 
   // Probe index known at compile time, or -1 when it is read from kFpProbe (raw syscalls).
   int static_probe() const { return attach.probe_index; }
-  // The probe whose field layout describes the record (any probe in raw mode: args and ret sit
-  // at the same offsets in every syscall record).
-  int layout_probe() const { return attach.probe_index >= 0 ? attach.probe_index : 0; }
 
  private:
   int temps_ = 0;
@@ -80,6 +102,12 @@ class Gen {
 void GenIntExpr(Gen& g, const Expr& expr);                       // result in R7
 void GenStringExpr(Gen& g, const Expr& expr, int off, int cap);  // NUL-terminated into R9+off
 void GenField(Gen& g, const Expr& expr);                         // int fields into R7
+// The probes whose events this program sees: its own, or every syscall probe of a shared raw
+// syscalls program.
+std::vector<int> ProgramProbes(const Gen& g);
+// Calls body(field, probe) once per distinct layout of the field `expr` among the program's
+// probes, dispatching on the probe index at run time when the layouts differ.
+void GenPerProbe(Gen& g, const Expr& expr, const std::function<void(const Field&, int)>& body);
 void GenStringField(Gen& g, const Expr& expr, int off, int cap);
 void GenStringCompare(Gen& g, const Expr& expr);  // ==, != (and globs) on strings; R7 = 0/1
 void GenStringIn(Gen& g, const Expr& expr);       // string `in (...)`; R7 = 0/1

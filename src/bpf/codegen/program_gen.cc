@@ -2,6 +2,7 @@
 // the three program roles (main, entry, scope tracking) and the map set of a query.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "bpf/codegen/codegen.h"
@@ -131,14 +132,32 @@ bool PlanReadsArgs(const Plan& plan) {
   return found;
 }
 
-// -c/-p: only the traced process tree; otherwise everything but fay itself.
+// The record offset of the task a sched: or task: tracepoint is about, when that need not be
+// the running one: sched_wakeup's wakee, sched_process_free's freed task, sched_migrate_task's
+// migrant. -1 for other probes, and for sched_process_wait, whose `pid` is wait's argument.
+int SubjectPidOffset(const Gen& g) {
+  if (g.attach.kind != AttachKind::kTracepoint || g.attach.probe_index < 0) return -1;
+  const ProbeInfo& p = g.plan.probes[g.attach.probe_index];
+  if (p.kind != ProbeKind::kTracepoint) return -1;
+  if (p.tp_category != "sched" && p.tp_category != "task") return -1;
+  if (p.tp_name == "sched_process_wait") return -1;
+  for (const Field& f : p.fields)
+    if (f.name == "pid" && f.source == FieldSource::kCtx && f.size == 4) return f.offset;
+  return -1;
+}
+
+// -c/-p: only the traced process tree; otherwise everything but fay itself. An event is in
+// scope when the task it runs in belongs to a traced process or, on the sched: and task:
+// tracepoints that name another task (SubjectPidOffset), when that task is traced.
 void GenScope(Gen& g) {
   Emitter& e = g.e;
   GenTaskPtr(g);
   if (g.options.scoped) {
     // The traced set changes rarely, so each CPU remembers its last answer together with the
     // set's generation; only a new process or a changed set costs a hash lookup.
+    const int subject_off = SubjectPidOffset(g);
     Label slow = e.NewLabel(), in_scope = e.NewLabel();
+    Label out = subject_off >= 0 ? e.NewLabel() : g.exit_label;
     e.Comment("scope: is this process in the traced tree? (per-CPU cached)");
     GenCurrentTgid(g);
     e.Store(8, R10, kFpTgid, R0);
@@ -156,7 +175,7 @@ void GenScope(Gen& g) {
     e.Load(8, R1, R7, 8);
     e.JmpIf(BPF_JNE, R1, R8, slow);
     e.Load(8, R1, R7, 16);
-    e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
+    e.JmpIfImm(BPF_JEQ, R1, 0, out);
     e.Jmp(in_scope);
     e.Bind(slow);
     e.Load(8, R1, R10, kFpTgid);
@@ -174,7 +193,19 @@ void GenScope(Gen& g) {
     e.Store(8, R7, 0, R1);
     e.Store(8, R7, 8, R8);
     e.Store(8, R7, 16, R3);
-    e.JmpIfImm(BPF_JEQ, R3, 0, g.exit_label);
+    if (subject_off < 0) {
+      e.JmpIfImm(BPF_JEQ, R3, 0, g.exit_label);
+    } else {
+      e.JmpIfImm(BPF_JNE, R3, 0, in_scope);
+      e.Bind(out);
+      e.Comment("scope: or is the task this event is about traced?");
+      e.Load(4, R1, R6, static_cast<int16_t>(subject_off));
+      e.Store(4, R10, kFpKey, R1);
+      GenLookupFpKey(g, kMapScope);
+      e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+      e.Load(1, R1, R0, 0);
+      e.JmpIfImm(BPF_JNE, R1, kScopeActive, g.exit_label);
+    }
     e.Bind(in_scope);
   } else if (g.options.self_tgid) {
     e.Comment("skip fay's own events");
@@ -189,17 +220,30 @@ bool IsSyscallAttach(const Gen& g) {
           g.plan.probes[g.attach.probe_index].kind == ProbeKind::kSyscall);
 }
 
-// fp-8 = the thread's entry-map key. Both ends of a pair are generated alike, so they agree.
-void GenThreadKey(Gen& g) {
+constexpr int16_t kRegsSpOff = 152;  // x86-64 struct pt_regs
+
+// fp-56 = the call's entry-map key, {thread id, stack pointer}. Both ends of a pair are generated
+// alike, so they agree. A thread is in one system call at a time, but in many probed functions:
+// gethostbyname2 calls gethostbyname2_r, a function may recurse. The stack pointer tells those
+// calls apart: at a function's first instruction it points at the return address, and when the
+// uretprobe fires the `ret` has popped it, so it is 8 bytes higher.
+void GenEntryKey(Gen& g) {
   Emitter& e = g.e;
   GenTaskPtr(g);
   if (g.task_ptr) {
     e.Load(8, R1, R10, kFpTask);
     e.Load(4, R1, R1, static_cast<int16_t>(g.options.task_pid_offset));
-    e.Store(8, R10, kFpKey, R1);
+    e.Store(8, R10, kFpEntryKey, R1);
   } else {
     e.Call(BPF_FUNC_get_current_pid_tgid);
-    e.Store(8, R10, kFpKey, R0);
+    e.Store(8, R10, kFpEntryKey, R0);
+  }
+  if (g.attach.kind == AttachKind::kUprobe) {
+    e.Load(8, R1, R6, kRegsSpOff);
+    if (g.attach.is_exit) e.AluImm(BPF_SUB, R1, 8);
+    e.Store(8, R10, kFpEntryKey + 8, R1);
+  } else {
+    e.StoreImm(8, R10, kFpEntryKey + 8, 0);
   }
 }
 
@@ -224,10 +268,16 @@ void GenEntryBody(Gen& g) {
     e.Load(8, R1, R6, src);
     e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 + 8 * i), R1);
   }
-  GenThreadKey(g);
+  for (const EntryString& s : g.entry.strings) {
+    // Zeroed first: the exit copies whole words, and string keys must be canonical.
+    for (int w = 0; w < (s.len + 7) / 8; ++w)
+      e.StoreImm(8, R9, static_cast<int16_t>(g.entry_off + s.off + 8 * w), 0);
+    GenStringExpr(g, *s.expr, g.entry_off + s.off, s.len);
+  }
+  GenEntryKey(g);
   e.LdMap(R1, kMapEntry);
   e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.AluImm(BPF_ADD, R2, kFpEntryKey);
   e.Mov(R3, R9);
   e.AluImm(BPF_ADD, R3, g.entry_off);
   e.MovImm(R4, BPF_ANY);
@@ -237,17 +287,26 @@ void GenEntryBody(Gen& g) {
 // Exit: fetch and drop the entry state; no entry (attached mid-call) means no event.
 void GenFetchEntry(Gen& g) {
   Emitter& e = g.e;
-  e.Comment("exit: fetch this thread's entry state");
-  GenThreadKey(g);
-  GenLookupFpKey(g, kMapEntry);
-  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
-  for (int w = 0; w < kEntryValueSize / 8; ++w) {
+  e.Comment("exit: fetch this call's entry state");
+  GenEntryKey(g);
+  e.LdMap(R1, kMapEntry);
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kFpEntryKey);
+  e.Call(BPF_FUNC_map_lookup_elem);
+  Label found = e.NewLabel();
+  e.JmpIfImm(BPF_JNE, R0, 0, found);
+  // Counted only for calls the query would have seen: the entry program dropped the rest.
+  GenScope(g);
+  GenBumpStat(g, kStatNoEntry);
+  e.Jmp(g.exit_label);
+  e.Bind(found);
+  for (int w = 0; w < g.entry.size / 8; ++w) {
     e.Load(8, R1, R0, static_cast<int16_t>(8 * w));
     e.Store(8, R9, static_cast<int16_t>(g.entry_off + 8 * w), R1);
   }
   e.LdMap(R1, kMapEntry);
   e.Mov(R2, R10);
-  e.AluImm(BPF_ADD, R2, kFpKey);
+  e.AluImm(BPF_ADD, R2, kFpEntryKey);
   e.Call(BPF_FUNC_map_delete_elem);
   g.has_entry = true;
 }
@@ -295,11 +354,20 @@ void GenBumpScopeGen(Gen& g) {
   e.AtomicAdd64(R0, 0, R1);
 }
 
-// The `-c` command is in the set from fork, but only counts once it has exec'd: the syscalls
-// fay's child makes before exec are fay's, not the command's.
-void GenScopeExec(Gen& g) {
+// A `-c` command is in the set from its fork, pending: the calls fay's child makes before the
+// exec are fay's. It is traced from the entry of its first execve (or execveat) on, so that call
+// and everything the exec does (sched_prepare_exec, sched_process_exec) are the command's. This
+// program is attached before every other on sys_enter, and the kernel runs a tracepoint's
+// programs in the order they were attached, so the query's own sys_enter program already sees
+// the execve. It is detached once the exec has happened (LiveQuery::CommandStarted).
+void GenScopeStart(Gen& g) {
   Emitter& e = g.e;
-  e.Comment("a pending traced process exec'd: start tracing it");
+  Label go = e.NewLabel();
+  e.Comment("a held command's execve: trace it from this call on");
+  e.Load(8, R1, R6, 8);  // raw sys_enter(regs, id)
+  e.JmpIfImm(BPF_JEQ, R1, kSysExecve, go);
+  e.JmpIfImm(BPF_JNE, R1, kSysExecveat, g.exit_label);
+  e.Bind(go);
   e.Call(BPF_FUNC_get_current_pid_tgid);
   e.AluImm(BPF_RSH, R0, 32);
   e.Store(4, R10, kFpKey, R0);
@@ -311,6 +379,8 @@ void GenScopeExec(Gen& g) {
   GenBumpScopeGen(g);
 }
 
+// A traced task forked or made a thread: trace the new task too. Keys are task ids; a process's
+// key is its leader's, which is its tgid, the key the scope check looks up.
 void GenScopeFork(Gen& g) {
   Emitter& e = g.e;
   e.Comment("a traced process forked: trace the child too");
@@ -334,11 +404,15 @@ void GenScopeFork(Gen& g) {
   GenBumpScopeGen(g);
 }
 
-void GenScopeExit(Gen& g) {
+// A task is freed: forget its id. Not at sched_process_exit: the exit itself, the dead task's
+// last context switch and sched_process_free are still the traced task's events, and a leader
+// that exits before its threads must not take the whole process out of scope. Attached after
+// the query's programs, so a query on sched_process_free still sees the task in scope.
+void GenScopeFree(Gen& g) {
   Emitter& e = g.e;
-  e.Comment("a thread exited: forget its id");
-  e.Call(BPF_FUNC_get_current_pid_tgid);
-  e.Store(4, R10, kFpKey, R0);
+  e.Comment("a task was freed: forget its id");
+  e.Load(4, R1, R6, static_cast<int16_t>(g.options.free_pid_off));
+  e.Store(4, R10, kFpKey, R1);
   e.LdMap(R1, kMapScope);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpKey);
@@ -364,6 +438,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
                                       const Attachment& attach, int entry_off, int raw_record_off,
                                       int str_base, int n, bool use_cache) {
   Gen g(plan, options, attach, entry_off);
+  g.entry = LayOutEntry(plan);
   g.use_cache = use_cache;
   g.set_str_base(str_base);
   Emitter& e = g.e;
@@ -372,10 +447,10 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   e.Mov(R6, R1);
   if (attach.role == ProgRole::kScopeFork) {
     GenScopeFork(g);
-  } else if (attach.role == ProgRole::kScopeExec) {
-    GenScopeExec(g);
-  } else if (attach.role == ProgRole::kScopeExit) {
-    GenScopeExit(g);
+  } else if (attach.role == ProgRole::kScopeStart) {
+    GenScopeStart(g);
+  } else if (attach.role == ProgRole::kScopeFree) {
+    GenScopeFree(g);
   } else {
     GenScratch(g);
     if (attach.kind == AttachKind::kRawSyscalls) {
@@ -398,17 +473,31 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   GeneratedProgram prog;
   prog.attach = attach;
   prog.type = ProgType(attach.kind);
-  const char* role = attach.role == ProgRole::kEntry       ? "entry"
-                     : attach.role == ProgRole::kScopeFork ? "fork"
-                     : attach.role == ProgRole::kScopeExit ? "exit"
-                     : attach.role == ProgRole::kScopeExec ? "exec"
-                                                           : "main";
+  const char* role = attach.role == ProgRole::kEntry        ? "entry"
+                     : attach.role == ProgRole::kScopeFork  ? "fork"
+                     : attach.role == ProgRole::kScopeFree  ? "free"
+                     : attach.role == ProgRole::kScopeStart ? "start"
+                                                            : "main";
   prog.name = fmt::format("fay_{}_{}", role, n);
   FAY_ASSIGN_OR_RETURN(prog.insns, e.Finish());
   prog.relocs = e.relocs();
   prog.comments = e.comments();
   return prog;
 }
+
+}  // namespace
+
+EntryLayout LayOutEntry(const Plan& plan) {
+  EntryLayout layout;
+  for (const Expr* s : plan.entry_strings) {
+    int len = std::min(s->type.str_len > 0 ? s->type.str_len : 64, kStrBufSize);
+    layout.strings.push_back({s, layout.size, len});
+    layout.size += RoundUp8(len);
+  }
+  return layout;
+}
+
+namespace {
 
 bool UsesStacks(const Plan& plan) {
   for (const auto& k : plan.keys)
@@ -424,7 +513,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
                  uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n, 0}; };
 
   int entry_off = RoundUp8(std::max(plan.key_size, 8));
-  int raw_record_off = entry_off + kEntryValueSize;
+  const EntryLayout entry = LayOutEntry(plan);
+  int raw_record_off = entry_off + entry.size;
   int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize;
   q.scratch_entry_off = entry_off;
   set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
@@ -446,8 +536,11 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   } else {
     set(kMapRing, BPF_MAP_TYPE_RINGBUF, "fay_events", 0, 0, kRingBytes);
   }
-  if (plan.needs_exit)
-    set(kMapEntry, BPF_MAP_TYPE_LRU_HASH, "fay_entry", 8, kEntryValueSize, 65536);
+  if (plan.needs_exit) {
+    // Calls in flight at once, machine-wide; fewer when each keeps strings (8 MiB at most).
+    uint32_t entries = std::clamp<uint32_t>((8u << 20) / entry.size, 8192, 65536);
+    set(kMapEntry, BPF_MAP_TYPE_LRU_HASH, "fay_entry", 16, entry.size, entries);
+  }
   if (options.scoped) {
     set(kMapScope, BPF_MAP_TYPE_HASH, "fay_scope", 4, 1, 65536);
     q.maps[kMapScope].flags = BPF_F_NO_PREALLOC;
@@ -473,9 +566,10 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     attachments.push_back(
         {AttachKind::kTracepoint, ProgRole::kScopeFork, -1, false, "sched", "sched_process_fork"});
     attachments.push_back(
-        {AttachKind::kTracepoint, ProgRole::kScopeExit, -1, false, "sched", "sched_process_exit"});
-    attachments.push_back(
-        {AttachKind::kTracepoint, ProgRole::kScopeExec, -1, false, "sched", "sched_process_exec"});
+        {AttachKind::kTracepoint, ProgRole::kScopeFree, -1, false, "sched", "sched_process_free"});
+    if (options.held_command)
+      attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kScopeStart, -1, false,
+                             "raw_syscalls", "sys_enter"});
   }
   int n = 0;
   for (const auto& a : attachments) {

@@ -121,6 +121,17 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
     return;
   }
   if (expr.kind == ExprKind::kCall && expr.name == "str") {
+    if (const EntryString* saved = g.has_entry ? g.FindEntryString(expr) : nullptr) {
+      // Read at entry (Plan::entry_strings); the slot is zero-padded, so whole words copy.
+      int len = std::min(cap, saved->len);
+      e.Comment(fmt::format("{}: as read at entry", expr.text));
+      for (int w = 0; w < (len + 7) / 8; ++w) {
+        e.Load(8, R1, R9, static_cast<int16_t>(g.entry_off + saved->off + 8 * w));
+        e.Store(8, R9, static_cast<int16_t>(off + 8 * w), R1);
+      }
+      if (len < saved->len) e.StoreImm(1, R9, static_cast<int16_t>(off + len - 1), 0);
+      return;
+    }
     GenIntExpr(g, *expr.kids[0]);
     int len = std::min(cap, expr.type.str_len > 0 ? expr.type.str_len : 64);
     e.Comment(fmt::format("{}: bounded read of {} bytes", expr.text, len));

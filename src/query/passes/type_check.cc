@@ -125,19 +125,29 @@ class TypeChecker {
     return Status(Code::kInternal, "unknown expression kind");
   }
 
+  static int FieldIndex(const ProbeInfo& p, const std::string& name) {
+    for (size_t i = 0; i < p.fields.size(); ++i)
+      if (p.fields[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+
   Status CheckField(Expr& e) {
     e.field_index.clear();
-    const ProbeInfo* first_probe = nullptr;
     for (const ProbeInfo& p : probes_) {
-      int index = -1;
-      for (size_t i = 0; i < p.fields.size(); ++i) {
-        if (p.fields[i].name == e.name) {
-          index = static_cast<int>(i);
-          break;
-        }
-      }
+      int index = FieldIndex(p, e.name);
       if (index < 0) return UnknownField(e, p);
-      const Type& t = p.fields[static_cast<size_t>(index)].type;
+      e.field_index.push_back(index);
+    }
+    return MergeFieldTypes(e);
+  }
+
+  // A field resolves per probe (Expr::field_index): the same name may sit at another place, or
+  // have another width, on each. Its type is the one every probe's value fits.
+  Status MergeFieldTypes(Expr& e) {
+    const ProbeInfo* first_probe = nullptr;
+    for (size_t n = 0; n < probes_.size(); ++n) {
+      const ProbeInfo& p = probes_[n];
+      const Type& t = p.fields[static_cast<size_t>(e.field_index[n])].type;
       if (!first_probe) {
         e.type = t;
         first_probe = &p;
@@ -155,9 +165,64 @@ class TypeChecker {
       } else if (t.kind == TypeKind::kString) {
         e.type.str_len = std::max(e.type.str_len, t.str_len);
       }
-      e.field_index.push_back(index);
     }
     return Status::Ok();
+  }
+
+  // coalesce(a, b, ...): on each probe, the first of the named fields that probe has. It lets
+  // one source read what its probes name differently (args.filename on openat, args.pathname
+  // on mkdir). It becomes a plain field that resolves per probe, so every layer that reads
+  // fields (the probe, the interpreter, the trace reader) handles it with no code of its own.
+  Status CheckCoalesce(Expr& e) {
+    const char* usage = "e.g. coalesce(args.filename, args.pathname)";
+    if (e.kids.size() < 2)
+      return QueryError(src_, e.range,
+                        fmt::format("coalesce() takes 2 or more fields, found {}", e.kids.size()),
+                        usage);
+    for (const auto& k : e.kids)
+      if (k->kind != ExprKind::kField)
+        return QueryError(src_, k->range, "coalesce() takes field names", usage);
+    e.field_index.clear();
+    std::string name;
+    for (const ProbeInfo& p : probes_) {
+      int index = -1;
+      for (const auto& k : e.kids) {
+        index = FieldIndex(p, k->name);
+        if (index >= 0) {
+          if (name.empty()) name = k->name;
+          break;
+        }
+      }
+      if (index < 0) {
+        std::vector<std::string> names;
+        for (const auto& k : e.kids) names.push_back(k->name);
+        return QueryError(src_, e.range,
+                          fmt::format("None of the fields {} exists on {}", Join(names), p.name),
+                          fmt::format("fields of {}: {}", p.name, Join(FieldNames(p))));
+      }
+      e.field_index.push_back(index);
+    }
+    e.kind = ExprKind::kField;
+    e.name = name;
+    e.kids.clear();
+    return MergeFieldTypes(e);
+  }
+
+  // The one field of `p` that could be what the user pointer `e` names elsewhere: p's only
+  // user pointer, e.g. mkdir's args.pathname for openat's args.filename.
+  std::string SameRoleField(const Expr& e, const ProbeInfo& p) const {
+    const Field* elsewhere = nullptr;
+    for (const ProbeInfo& q : probes_)
+      if (const Field* f = q.FindField(e.name)) elsewhere = f;
+    if (!elsewhere || elsewhere->source != FieldSource::kCtx || !elsewhere->type.user_ptr)
+      return "";
+    std::string found;
+    for (const Field& f : p.fields) {
+      if (f.source != FieldSource::kCtx || f.type != elsewhere->type) continue;
+      if (!found.empty()) return "";
+      found = f.name;
+    }
+    return found;
   }
 
   Status UnknownField(const Expr& e, const ProbeInfo& p) const {
@@ -180,9 +245,17 @@ class TypeChecker {
       }
     }
     std::string hint;
-    if (!guess.empty()) hint = fmt::format("did you mean '{}'? ", guess);
+    std::string other = probes_.size() > 1 && guess.empty() ? SameRoleField(e, p) : "";
+    if (!other.empty()) {
+      hint = fmt::format(
+          "{} calls it '{}'; to read whichever each probe has, write coalesce({}, {}). ", p.name,
+          other, e.name, other);
+    } else if (!guess.empty()) {
+      hint = fmt::format("did you mean '{}'? ", guess);
+    }
     hint += fmt::format("fields of {}: {}", p.name, Join(names));
-    if (probes_.size() > 1) hint += " (a field must exist on every probe of the query)";
+    if (probes_.size() > 1 && other.empty())
+      hint += " (a field must exist on every probe of the query, or use coalesce(a, b))";
     return QueryError(src_, e.range, fmt::format("Unknown field '{}' on {}", e.name, p.name), hint);
   }
 
@@ -200,8 +273,9 @@ class TypeChecker {
   }
 
   Status CheckCall(Expr& e) {
+    if (e.name == "coalesce") return CheckCoalesce(e);
     if (e.name != "str") {
-      std::string hint = "functions: str(ptr), str(ptr, N)";
+      std::string hint = "functions: str(ptr), str(ptr, N), coalesce(field, field, ...)";
       if (EditDistance(e.name, "str") <= 2) hint = "did you mean 'str'? " + hint;
       return QueryError(src_, e.range, fmt::format("Unknown function '{}'", e.name), hint);
     }

@@ -109,7 +109,6 @@ class PtraceRecorder {
   bool detaching_ = false;
   pid_t root_ = 0;
   int go_fd_ = -1;
-  sigset_t child_sigmask_{};  // the mask fay had before blocking its stop signals
   bool spawned_ = false;
   int root_status_ = 0;
   bool root_exited_ = false;
@@ -158,8 +157,8 @@ Status PtraceRecorder::Fork() {
     }
     if (n != 1) _exit(125);  // the recorder gave up before starting us
     if (!filter.empty() && InstallSeccompFilter(filter) != 0) _exit(126);
-    // The recorder blocks its stop signals while it sets up; the command must not inherit that.
-    sigprocmask(SIG_SETMASK, &child_sigmask_, nullptr);
+    // The recorder blocks and handles its stop signals; the command gets what fay inherited.
+    RestoreInheritedSignals();
     execv(exe.c_str(), argv.data());
     _exit(127);
   }
@@ -516,7 +515,6 @@ Expected<RecordResult> PtraceRecorder::Run() {
 
   // The writer thread must not take the stop signals: blocked while it is created.
   StopSignals signals;
-  child_sigmask_ = signals.previous_mask();
   if (opt_.pid && kill(opt_.pid, 0) != 0) {
     return Error(Code::kNotFound, errno == ESRCH
                                       ? fmt::format("no process with pid {}", opt_.pid)

@@ -27,7 +27,8 @@ TEST(TracepointFields, FromFormat) {
       {"delta", "s64", 104, 8, true, false, -1},
   };
   std::vector<Field> fields = TracepointFields(format);
-  ASSERT_EQ(fields.size(), CommonFields().size() + 5);
+  // Five loadable fields, each also as args.NAME.
+  ASSERT_EQ(fields.size(), CommonFields().size() + 10);
   const Field* f = &fields[CommonFields().size()];
   EXPECT_EQ(f[0].name, "prev_comm");
   EXPECT_EQ(f[0].type, Type::Str(16));
@@ -49,6 +50,29 @@ TEST(TracepointFields, FromFormat) {
   EXPECT_EQ(f[4].name, "delta");
   EXPECT_EQ(f[4].type, Type::Int(true));
   EXPECT_EQ(f[4].offset, 104);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(f[5 + i].name, "args." + f[i].name);
+    EXPECT_EQ(f[5 + i].offset, f[i].offset);
+    EXPECT_EQ(f[5 + i].type, f[i].type);
+  }
+}
+
+// A record field that a common field shadows is still reachable as args.NAME: sched_wakeup's
+// pid is the wakee's, the common pid the running task's.
+TEST(TracepointFields, ShadowedRecordFieldsAsArgs) {
+  EventFormat format;
+  format.fields = {{"comm", "char", 8, 16, false, false, 16},
+                   {"pid", "pid_t", 24, 4, true, false, -1}};
+  std::vector<Field> fields = TracepointFields(format);
+  ProbeInfo p;
+  p.fields = fields;
+  ASSERT_NE(p.FindField("pid"), nullptr);
+  EXPECT_EQ(p.FindField("pid")->source, FieldSource::kPid);
+  ASSERT_NE(p.FindField("args.pid"), nullptr);
+  EXPECT_EQ(p.FindField("args.pid")->source, FieldSource::kCtx);
+  EXPECT_EQ(p.FindField("args.pid")->offset, 24);
+  ASSERT_NE(p.FindField("args.comm"), nullptr);
+  EXPECT_EQ(p.FindField("args.comm")->offset, 8);
 }
 
 TEST(TracepointProvider, SchedProcessFork) {
@@ -63,7 +87,9 @@ TEST(TracepointProvider, SchedProcessFork) {
   EXPECT_EQ(p.tp_name, "sched_process_fork");
   EXPECT_GT(p.tp_id, 0);
   EXPECT_EQ(OwnFieldNames(p),
-            (std::vector<std::string>{"parent_comm", "parent_pid", "child_comm", "child_pid"}));
+            (std::vector<std::string>{"parent_comm", "parent_pid", "child_comm", "child_pid",
+                                      "args.parent_comm", "args.parent_pid", "args.child_comm",
+                                      "args.child_pid"}));
   const Field* parent_comm = p.FindField("parent_comm");
   ASSERT_NE(parent_comm, nullptr);
   EXPECT_EQ(parent_comm->source, FieldSource::kDataLoc);

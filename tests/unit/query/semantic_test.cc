@@ -114,7 +114,7 @@ TEST(Semantic, FieldMustExistOnEveryProbe) {
             "                                   ~~~~~~~~~~\n"
             "HINT: fields of syscall:openat: time, cpu, pid, tid, uid, comm, probe, args.dfd, "
             "args.filename, args.flags, args.mode, ret, errno, latency (a field must exist on "
-            "every probe of the query)");
+            "every probe of the query, or use coalesce(a, b))");
 }
 
 TEST(Semantic, FieldTypeConflictAcrossProbes) {
@@ -201,10 +201,11 @@ TEST(Semantic, StrCalls) {
             "syscall:read | count() by str(args.buf, 300)\n"
             "                                        ~~~\n"
             "HINT: str(ptr) reads up to 64 bytes, str(ptr, N) up to N (1..256)");
-  EXPECT_EQ(AnalyzeError("syscall:read | count() by strr(args.buf)"),
-            "query:1:27-40: ERROR: Unknown function 'strr'\n"
-            "syscall:read | count() by strr(args.buf)\n                          ~~~~~~~~~~~~~~\n"
-            "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N)");
+  EXPECT_EQ(
+      AnalyzeError("syscall:read | count() by strr(args.buf)"),
+      "query:1:27-40: ERROR: Unknown function 'strr'\n"
+      "syscall:read | count() by strr(args.buf)\n                          ~~~~~~~~~~~~~~\n"
+      "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N), coalesce(field, field, ...)");
 }
 
 TEST(Semantic, GlobsAreMarked) {
