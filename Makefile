@@ -26,9 +26,10 @@ bench: build
 	bench/run
 
 # Opt-in, not part of test: the README's two commands on a minimal Debian 12 made by debootstrap,
-# in a chroot, from a clone of the committed HEAD. Root, about half an hour. KEEP=1 keeps the root.
+# in a chroot, from a clone of the committed HEAD. Root. KEEP=1 keeps the root; FRESH_FLAGS takes
+# the script's other options (scripts/fresh_check.sh --help).
 fresh-check:
-	@./scripts/fresh_check.sh $(if $(KEEP),--keep)
+	@./scripts/fresh_check.sh $(if $(KEEP),--keep) $(FRESH_FLAGS)
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h')

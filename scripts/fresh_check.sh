@@ -6,6 +6,9 @@
 # Prints each step, how long each command took and the total; exits non-zero if either fails.
 # Every mount is undone on every exit path; the directory is removed unless --keep (or
 # FRESH_KEEP=1) is given. Needs root. Reaches no network but the Debian mirror.
+#   --keep        leave the directory (its path is printed; nothing stays mounted)
+#   --tmpfs-tmp   /tmp on a tmpfs, as on Debian 13; Debian 12 keeps /tmp on the root file system
+#   --ci          then also time `CI=true bash .ci/run` on a second clean clone, as CI runs it
 set -eu
 
 MIRROR=http://deb.debian.org/debian
@@ -13,11 +16,15 @@ SUITE=bookworm
 CHROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 keep=${FRESH_KEEP:-0}
+tmpfs_tmp=0
+ci=0
 for arg in "$@"; do
   case "$arg" in
     --keep) keep=1 ;;
+    --tmpfs-tmp) tmpfs_tmp=1 ;;
+    --ci) ci=1 ;;
     -h | --help)
-      echo "usage: scripts/fresh_check.sh [--keep]   (as root; see the comment at its top)"
+      echo "usage: scripts/fresh_check.sh [--keep] [--tmpfs-tmp] [--ci]   (as root; see its top)"
       exit 0
       ;;
     *) echo "fresh-check: unknown argument: $arg" >&2; exit 2 ;;
@@ -32,7 +39,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 head=$(git -C "$repo" rev-parse HEAD)
 start=$(date +%s)
 
-say() { echo "fresh-check: $*"; }
+say() { echo "fresh-check $(date +%T): $*"; }
 # elapsed SINCE: "4m 07s" since the epoch second SINCE.
 elapsed() { s=$(($(date +%s) - $1)); printf '%dm %02ds' $((s / 60)) $((s % 60)); }
 
@@ -105,7 +112,7 @@ if ! debootstrap --variant=minbase --include=git "$SUITE" "$root" "$MIRROR" >"$b
 fi
 say "debootstrap done in $(elapsed "$t")"
 
-say "step 3: mounts: the root itself, /proc, /sys (with tracefs, bpffs, cgroups), /dev, /dev/pts, /run, /tmp"
+say "step 3: mounts: the root itself, /proc, /sys (with tracefs, bpffs, cgroups), /dev, /dev/pts, /run, $([ "$tmpfs_tmp" = 1 ] && echo "/tmp" || echo "not /tmp (on the root file system, as on Debian 12)")"
 # The root is a mount point of its own, as / is on a machine: a mount namespace made inside can
 # then make / private (mount(2) refuses to change the propagation of a directory that is not one).
 mount --bind "$root" "$root"
@@ -124,7 +131,9 @@ fi
 mount --rbind /dev "$root/dev"
 mount --make-rslave "$root/dev"
 mount -t tmpfs -o mode=755,nosuid,nodev tmpfs "$root/run"
-mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
+if [ "$tmpfs_tmp" = 1 ]; then
+  mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/tmp"
+fi
 
 in_root() {
   chroot "$root" /usr/bin/env -i HOME=/root PATH="$CHROOT_PATH" TERM="${TERM:-dumb}" \
@@ -136,32 +145,38 @@ mkdir "$root/mnt/origin"
 mount --bind "$repo" "$root/mnt/origin"
 mount -o remount,bind,ro "$root/mnt/origin"
 in_root "git clone -q --no-local /mnt/origin /root/fay && git -C /root/fay checkout -q --detach $head"
+[ "$ci" = 1 ] && in_root "git clone -q --no-local /mnt/origin /root/fay-ci && git -C /root/fay-ci checkout -q --detach $head"
 umount "$root/mnt/origin"
 rmdir "$root/mnt/origin"
 say "cloned into $root/root/fay at $(in_root 'git -C /root/fay log -1 --format=%h')"
 
-# run_step N COMMAND: COMMAND inside the root in the clone, timed; sets rc_N and time_N.
+# run_step N DIR COMMAND: COMMAND inside the root in the clone DIR, timed; sets rc_N and time_N.
 failed=0
 run_step() {
-  say "step $1: cd fay && $2"
+  n=$1
+  dir=$2
+  shift 2
+  say "step $n: cd $dir && $*"
   t=$(date +%s)
   rc=0
-  in_root "cd /root/fay && $2" || rc=$?
+  in_root "cd /root/$dir && $*" || rc=$?
   d=$(elapsed "$t")
   if [ "$rc" = 0 ]; then
-    say "$2: ok in $d"
+    say "$*: ok in $d"
   else
-    say "$2: FAILED (exit $rc) after $d"
+    say "$*: FAILED (exit $rc) after $d"
     failed=1
   fi
-  eval "time_$1=\"\$d\" rc_$1=$rc"
+  eval "time_$n=\"\$d\" rc_$n=$rc"
 }
-run_step 5 "./dev demo"
-run_step 6 "./dev test"
+run_step 5 fay ./dev demo
+run_step 6 fay ./dev test
+[ "$ci" = 1 ] && run_step 7 fay-ci CI=true bash .ci/run
 
 say "summary for $head on a fresh Debian 12 (minbase + git), $(nproc) cores:"
 say "  ./dev demo  exit $rc_5  $time_5"
 say "  ./dev test  exit $rc_6  $time_6"
+[ "$ci" = 1 ] && say "  .ci/run on a second clean clone (packages installed)  exit $rc_7  $time_7"
 say "  total (with debootstrap and clone)  $(elapsed "$start")"
 [ "$failed" = 0 ] && say "PASS" || say "FAIL"
 exit "$failed"
