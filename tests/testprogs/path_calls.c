@@ -1,7 +1,7 @@
 // path_calls DIR N: N rounds of path-taking system calls whose path argument sits at a different
 // position from one syscall to the next, each on a path of its own under DIR, so a query over
 // several of them shows which path each call really carried. Raw syscalls pin each number.
-// Per round: open(DIR/open) and openat(AT_FDCWD, DIR/openat), both ENOENT; stat(DIR/stat),
+// Per round: open(DIR/open, O_CLOEXEC) and openat(AT_FDCWD, DIR/openat, O_NOFOLLOW), both ENOENT; stat(DIR/stat),
 // lstat(DIR/lstat), statx(AT_FDCWD, DIR/statx), newfstatat(AT_FDCWD, DIR/fstatat), all ENOENT;
 // mkdir(DIR/dir) and rmdir(DIR/dir), both 0; execve(DIR/exec), ENOENT. DIR must exist and hold
 // none of these names. Exits 1 if any call returns something else.
@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
   struct statx stx;
   char* const args[] = {p[7], NULL};
   for (long i = 0; i < n; i++) {
-    expect(syscall(SYS_open, p[0], O_RDONLY), ENOENT);
-    expect(syscall(SYS_openat, AT_FDCWD, p[1], O_RDONLY), ENOENT);
+    expect(syscall(SYS_open, p[0], O_RDONLY | O_CLOEXEC), ENOENT);
+    expect(syscall(SYS_openat, AT_FDCWD, p[1], O_RDONLY | O_NOFOLLOW), ENOENT);
     expect(syscall(SYS_stat, p[2], &st), ENOENT);
     expect(syscall(SYS_lstat, p[3], &st), ENOENT);
     expect(syscall(SYS_statx, AT_FDCWD, p[4], 0, STATX_BASIC_STATS, &stx), ENOENT);
