@@ -76,9 +76,23 @@ kill_inside() {
     sleep 0.5
   done
 }
+# run_waited COMMAND...: runs COMMAND in the background and waits for it, so that a signal runs the
+# traps at once (a shell runs them only after a foreground command ends). The shell starts
+# background commands with SIGINT and SIGQUIT ignored; perl (Essential in Debian) restores them,
+# so the commands and the tests see what they would in a terminal.
+bg_pid=""
+run_waited() {
+  perl -e '$SIG{INT} = $SIG{QUIT} = "DEFAULT"; exec { $ARGV[0] } @ARGV or die "$ARGV[0]: $!\n"' "$@" &
+  bg_pid=$!
+  wait_rc=0
+  wait "$bg_pid" || wait_rc=$?
+  bg_pid=""
+  return "$wait_rc"
+}
 cleanup() {
   rc=$?
   trap - EXIT INT TERM HUP
+  [ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null
   [ -n "$base" ] || exit "$rc"
   kill_inside
   if ! unmount_all; then
@@ -105,7 +119,7 @@ base=$(mktemp -d /var/tmp/fay-fresh-XXXXXX)
 root=$base/root
 t=$(date +%s)
 say "step 2: debootstrap --variant=minbase --include=git $SUITE $root $MIRROR"
-if ! debootstrap --variant=minbase --include=git "$SUITE" "$root" "$MIRROR" >"$base/debootstrap.log" 2>&1; then
+if ! run_waited debootstrap --variant=minbase --include=git "$SUITE" "$root" "$MIRROR" >"$base/debootstrap.log" 2>&1; then
   tail -n 30 "$base/debootstrap.log" >&2
   say "debootstrap failed (log above)" >&2
   exit 1
@@ -136,7 +150,7 @@ if [ "$tmpfs_tmp" = 1 ]; then
 fi
 
 in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root PATH="$CHROOT_PATH" TERM="${TERM:-dumb}" \
+  run_waited chroot "$root" /usr/bin/env -i HOME=/root PATH="$CHROOT_PATH" TERM="${TERM:-dumb}" \
     /bin/sh -c "$1" </dev/null
 }
 
