@@ -3,6 +3,9 @@
 // (and the verifier's job) trivial.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "bpf/codegen/gen_context.h"
 
 namespace fay::bpf {
@@ -52,19 +55,47 @@ void GenLogical(Gen& g, const Expr& expr) {
   e.Bind(done);
 }
 
+// Jumps to `yes` when R7 equals one of vals[lo, hi) (sorted, signed order), else to `no`. A
+// balanced search: the verifier follows one path of log2(n) tests per value, where a chain of n
+// tests would leave it n pending branches (it refuses more than 8192).
+void GenSearch(Emitter& e, const std::vector<int64_t>& vals, size_t lo, size_t hi, Label yes,
+               Label no) {
+  auto jump_if = [&](uint8_t op, int64_t v, Label to) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+      e.JmpIfImm(op, R7, static_cast<int32_t>(v), to);
+    } else {
+      e.LdImm64(R1, static_cast<uint64_t>(v));
+      e.JmpIf(op, R7, R1, to);
+    }
+  };
+  if (hi - lo <= 4) {
+    for (size_t i = lo; i < hi; ++i) jump_if(BPF_JEQ, vals[i], yes);
+    e.Jmp(no);
+    return;
+  }
+  size_t mid = lo + (hi - lo) / 2;
+  Label right = e.NewLabel();
+  jump_if(BPF_JEQ, vals[mid], yes);
+  jump_if(BPF_JSGT, vals[mid], right);
+  GenSearch(e, vals, lo, mid, yes, no);
+  e.Bind(right);
+  GenSearch(e, vals, mid + 1, hi, yes, no);
+}
+
 void GenIntIn(Gen& g, const Expr& expr) {
   Emitter& e = g.e;
   GenIntExpr(g, *expr.kids[0]);
-  Label yes = e.NewLabel(), done = e.NewLabel();
-  for (size_t i = 1; i < expr.kids.size(); ++i) {
-    int64_t v = expr.kids[i]->int_value;
-    if (v >= INT32_MIN && v <= INT32_MAX) {
-      e.JmpIfImm(BPF_JEQ, R7, static_cast<int32_t>(v), yes);
-    } else {
-      e.LdImm64(R1, static_cast<uint64_t>(v));
-      e.JmpIf(BPF_JEQ, R7, R1, yes);
-    }
+  std::vector<int64_t> vals;
+  for (size_t i = 1; i < expr.kids.size(); ++i) vals.push_back(expr.kids[i]->int_value);
+  std::sort(vals.begin(), vals.end());
+  vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
+  if (vals.empty()) {
+    e.MovImm(R7, 0);
+    return;
   }
+  Label yes = e.NewLabel(), no = e.NewLabel(), done = e.NewLabel();
+  GenSearch(e, vals, 0, vals.size(), yes, no);
+  e.Bind(no);
   e.MovImm(R7, 0);
   e.Jmp(done);
   e.Bind(yes);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <string_view>
+#include <vector>
 
 #include "bpf/codegen/gen_context.h"
 
@@ -71,9 +72,26 @@ std::vector<int> MatchingProbes(const Gen& g, const Expr& field, const std::stri
   return out;
 }
 
+// What a literal match can be decided to before the probe runs.
+enum class Match { kTest, kAlways, kNever };
+
+// kAlways for the all-matching glob "*"; kNever for a pattern longer than a buffer of `cap`
+// bytes (NUL included) can hold; otherwise kTest, and GenMatchLiteral then emits at least one
+// jump to `fail`. Deciding the other two here keeps every emitted instruction reachable, which
+// the verifier demands.
+Match ClassifyLiteral(int cap, const std::string& pattern, bool glob) {
+  std::string body = pattern;
+  bool prefix = glob && !body.empty() && body.back() == '*';
+  if (prefix) body.pop_back();
+  if (prefix && body.empty()) return Match::kAlways;
+  if (static_cast<int>(body.size()) > cap - 1) return Match::kNever;
+  return Match::kTest;
+}
+
 // Jumps to `fail` unless the NUL-terminated string at R9+off matches `pattern`. Supports exact
 // text, '?' anywhere and one trailing '*'; other globs need a loop the probe cannot afford.
-void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool glob, Label fail) {
+// Only for patterns ClassifyLiteral calls kTest.
+void GenMatchLiteral(Gen& g, int off, const std::string& pattern, bool glob, Label fail) {
   Emitter& e = g.e;
   std::string body = pattern;
   bool prefix = false;
@@ -89,11 +107,6 @@ void GenMatchLiteral(Gen& g, int off, int cap, const std::string& pattern, bool 
                       pattern));
       return;
     }
-  }
-  if (static_cast<int>(body.size()) >= cap) {
-    // Longer than the buffer can ever hold: it cannot match.
-    e.Jmp(fail);
-    return;
   }
   for (size_t i = 0; i < body.size(); ++i) {
     e.Load(1, R1, R9, static_cast<int16_t>(off + i));
@@ -169,13 +182,18 @@ void GenStringCompare(Gen& g, const Expr& expr) {
     int cap = CapOf(*a);
     int buf = g.AllocStr();
     GenStringExpr(g, *a, buf, cap);
-    Label fail = e.NewLabel(), done = e.NewLabel();
-    GenMatchLiteral(g, buf, cap, b->str_value, expr.is_glob, fail);
-    e.MovImm(R7, 1);
-    e.Jmp(done);
-    e.Bind(fail);
-    e.MovImm(R7, 0);
-    e.Bind(done);
+    Match m = ClassifyLiteral(cap, b->str_value, expr.is_glob);
+    if (m != Match::kTest) {
+      e.MovImm(R7, m == Match::kAlways ? 1 : 0);
+    } else {
+      Label fail = e.NewLabel(), done = e.NewLabel();
+      GenMatchLiteral(g, buf, b->str_value, expr.is_glob, fail);
+      e.MovImm(R7, 1);
+      e.Jmp(done);
+      e.Bind(fail);
+      e.MovImm(R7, 0);
+      e.Bind(done);
+    }
     g.FreeStr();
   } else {
     // Two computed strings: compare bytes up to the first NUL or the shorter capacity.
@@ -217,18 +235,31 @@ void GenStringIn(Gen& g, const Expr& expr) {
   int cap = CapOf(lhs);
   int buf = g.AllocStr();
   GenStringExpr(g, lhs, buf, cap);
-  Label yes = e.NewLabel(), done = e.NewLabel();
+  // Items decided at compile time drop out; one that always matches decides the whole list.
+  std::vector<const Expr*> tests;
+  bool always = false;
   for (size_t i = 1; i < expr.kids.size(); ++i) {
-    Label next = e.NewLabel();
-    GenMatchLiteral(g, buf, cap, expr.kids[i]->str_value, HasGlob(expr.kids[i]->str_value), next);
-    e.Jmp(yes);
-    e.Bind(next);
+    const std::string& lit = expr.kids[i]->str_value;
+    Match m = ClassifyLiteral(cap, lit, HasGlob(lit));
+    always = always || m == Match::kAlways;
+    if (m == Match::kTest) tests.push_back(expr.kids[i].get());
   }
-  e.MovImm(R7, 0);
-  e.Jmp(done);
-  e.Bind(yes);
-  e.MovImm(R7, 1);
-  e.Bind(done);
+  if (always || tests.empty()) {
+    e.MovImm(R7, always ? 1 : 0);
+  } else {
+    Label yes = e.NewLabel(), done = e.NewLabel();
+    for (const Expr* item : tests) {
+      Label next = e.NewLabel();
+      GenMatchLiteral(g, buf, item->str_value, HasGlob(item->str_value), next);
+      e.Jmp(yes);
+      e.Bind(next);
+    }
+    e.MovImm(R7, 0);
+    e.Jmp(done);
+    e.Bind(yes);
+    e.MovImm(R7, 1);
+    e.Bind(done);
+  }
   g.FreeStr();
 }
 

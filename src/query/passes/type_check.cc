@@ -355,6 +355,8 @@ class TypeChecker {
     if (l.type.kind == TypeKind::kString) {
       FAY_RETURN_IF_ERROR(CheckProbeGlob(l, r));
       FAY_RETURN_IF_ERROR(CheckProbeGlob(r, l));
+      FAY_RETURN_IF_ERROR(CheckLiteralFits(l, r));
+      FAY_RETURN_IF_ERROR(CheckLiteralFits(r, l));
       e.is_glob = (l.kind == ExprKind::kString && HasGlob(l.str_value)) ||
                   (r.kind == ExprKind::kString && HasGlob(r.str_value));
     }
@@ -377,9 +379,48 @@ class TypeChecker {
                       "a glob may use '?' anywhere but '*' only at the end, e.g. \"post*\"");
   }
 
+  // A literal that the compared string cannot hold never matches it: `comm` keeps 15
+  // characters, `str(p)` 63. That is a mistake in the query, not a question with the answer
+  // "never", so it is refused with the way to ask what was meant.
+  Status CheckLiteralFits(const Expr& subject, const Expr& lit) const {
+    if (lit.kind != ExprKind::kString || subject.kind == ExprKind::kString) return Status::Ok();
+    if (subject.kind == ExprKind::kField && (subject.name == "probe" || subject.name == "func"))
+      return Status::Ok();
+    if (subject.type.kind != TypeKind::kString || subject.type.str_len <= 0) return Status::Ok();
+    const std::string& v = lit.str_value;
+    size_t need = HasGlob(v) ? v.size() - std::count(v.begin(), v.end(), '*') : v.size();
+    size_t room = static_cast<size_t>(subject.type.str_len - 1);
+    if (need <= room) return Status::Ok();
+    std::string hint;
+    if (subject.kind == ExprKind::kCall && subject.name == "str")
+      hint = fmt::format("read more of it: str({}, N) reads up to N - 1 characters (N <= 256)",
+                         subject.kids[0]->text);
+    else if (subject.kind == ExprKind::kField && subject.name == "comm")
+      hint =
+          "the kernel keeps the first 15 characters of a command name: compare those, or "
+          "end the pattern with '*'";
+    else
+      hint = fmt::format("compare its first {} characters, or end the pattern with '*'", room);
+    return QueryError(src_, lit.range,
+                      fmt::format("{} needs {} characters but {} holds at most {}: it can never "
+                                  "match",
+                                  lit.text, need, subject.text, room),
+                      hint);
+  }
+
   Status CheckIn(Expr& e) {
     Expr& x = *e.kids[0];
     FAY_RETURN_IF_ERROR(Check(x));
+    // Int lists compile to a balanced search, string lists to one match per item; both are
+    // bounded by what one verified program may hold.
+    const size_t max_items = x.type.kind == TypeKind::kString ? 256 : 65536;
+    if (e.kids.size() - 1 > max_items)
+      return QueryError(
+          src_, e.kids[max_items + 1]->range,
+          fmt::format("An 'in' list of {} {} is too long: at most {}", e.kids.size() - 1,
+                      x.type.kind == TypeKind::kString ? "strings" : "ints", max_items),
+          "split it across where stages joined by ||, or narrow it with a range "
+          "test such as (pid >= 1000 && pid < 2000)");
     if (x.type.kind == TypeKind::kStack)
       return Mismatch(x, "int or string", "stacks can only be aggregation keys");
     for (size_t i = 1; i < e.kids.size(); ++i) {
@@ -393,6 +434,7 @@ class TypeChecker {
         return Mismatch(item, x.type.kind == TypeKind::kString ? "string" : TypeName(x.type), hint);
       }
       FAY_RETURN_IF_ERROR(CheckProbeGlob(x, item));
+      FAY_RETURN_IF_ERROR(CheckLiteralFits(x, item));
       if (item.kind == ExprKind::kString && HasGlob(item.str_value)) e.is_glob = true;
     }
     e.type = Type::Int(true);

@@ -214,6 +214,24 @@ const GoldenCase kCases[] = {
      "tracepoint:sched:sched_switch | where prev_comm == \"post*\" | count() by prev_state, "
      "next_comm"},
     {"interval", "interval:1s | count() | every 5s"},
+    // Boundary lengths of string compares, each of which the verifier once refused for an
+    // unreachable instruction: the all-matching glob (alone, in a list, on a record array), a
+    // literal exactly as long as the buffer holds, and a list decided at compile time.
+    {"string_compare_boundaries",
+     "syscall:openat | where comm == \"*\" && comm != \"abcdefghijklmno\" && comm in (\"x\", "
+     "\"*\") "
+     "&& str(args.filename, 26) == \"/nonexistent/fay-testprog\" && str(args.filename, 8) == "
+     "\"1234567*\" | count() by comm == \"*\" as all"},
+    {"tracepoint_glob_all", "tracepoint:sched:sched_switch | where prev_comm == \"*\" | count()"},
+    // A long int list is a balanced search, which the verifier walks one path at a time.
+    {"int_in_search",
+     "syscall:getppid | where pid in (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, "
+     "987, 4294967296, -7) | count()"},
+    // A field at different places on the probes sharing a raw program: a dispatch on the probe.
+    {"per_probe_field",
+     "syscall:open, syscall:openat | where ret < 0 | count() by str(args.filename), args.flags"},
+    // uretprobe latency keyed by thread and stack pointer; execve's path read at entry.
+    {"execve_path_at_entry", "syscall:execve | select str(args.filename), ret"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Queries, CodegenGoldenTest, ::testing::ValuesIn(kCases),
