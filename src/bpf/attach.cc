@@ -31,7 +31,8 @@ int PerfEventOpen(perf_event_attr* attr, int pid, int cpu) {
 
 Status PerfError(const std::string& what, int err) {
   Status st = BpfError(what, err);
-  if (err == EACCES || err == EPERM) st.Append("(also check /proc/sys/kernel/perf_event_paranoid)");
+  if ((err == EACCES || err == EPERM) && geteuid() != 0)
+    st.Append("(also check /proc/sys/kernel/perf_event_paranoid)");
   return st;
 }
 
@@ -96,7 +97,8 @@ std::vector<int> OnlineCpus() {
 
 }  // namespace
 
-Expected<Link> AttachTracepoint(const Program& prog, int tp_id) {
+Expected<Link> AttachTracepoint(const Program& prog, int tp_id, const std::string& name) {
+  std::string what = name.empty() ? fmt::format("tracepoint {}", tp_id) : name;
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_TRACEPOINT;
@@ -105,12 +107,17 @@ Expected<Link> AttachTracepoint(const Program& prog, int tp_id) {
   attr.wakeup_events = 1;
   // A BPF program on a tracepoint runs on every CPU, whichever CPU its perf event is bound to.
   int pfd = PerfEventOpen(&attr, -1, 0);
+  if (pfd < 0 && errno == EPERM) {
+    // Some events refuse sampling even to root (x86's irq_vectors: their handlers run where a
+    // sample cannot be taken). A counting event runs the program all the same.
+    attr.sample_period = 0;
+    attr.wakeup_events = 0;
+    pfd = PerfEventOpen(&attr, -1, 0);
+  }
   if (pfd < 0)
-    return PerfError(
-        fmt::format("cannot open tracepoint {} for probe program {}", tp_id, prog.name()), errno);
+    return PerfError(fmt::format("cannot open {} for probe program {}", what, prog.name()), errno);
   Link link;
-  FAY_RETURN_IF_ERROR(
-      AttachToPerfEvent(prog, UniqueFd(pfd), link, fmt::format("tracepoint {}", tp_id)));
+  FAY_RETURN_IF_ERROR(AttachToPerfEvent(prog, UniqueFd(pfd), link, what));
   return link;
 }
 

@@ -28,7 +28,8 @@ class Link {
 };
 
 // A tracefs tracepoint by id (events/SUBSYS/NAME/id); one perf event covering every CPU.
-Expected<Link> AttachTracepoint(const Program& prog, int tp_id);
+// `name` ("sched:sched_switch") names it in errors.
+Expected<Link> AttachTracepoint(const Program& prog, int tp_id, const std::string& name = "");
 Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name);
 // A BTF-typed raw tracepoint program (BPF_PROG_TYPE_TRACING, BPF_TRACE_RAW_TP): the tracepoint
 // is the one its attach_btf_id named at load.

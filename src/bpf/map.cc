@@ -9,15 +9,22 @@
 #include <cstring>
 #include <set>
 
+#include <unistd.h>
+
 namespace fay::bpf {
 
 Status BpfError(const std::string& what, int err) {
   Status st = ErrnoError(what, err);
   if (err == EPERM || err == EACCES) {
     st = Status(Code::kPermission, st.message());
-    st.Append(
-        "fix: run as root, or grant CAP_BPF and CAP_PERFMON (e.g. setcap cap_bpf,cap_perfmon+ep "
-        "fay)");
+    if (geteuid() == 0)
+      st.Append(
+          "fay runs as root, so this is not a missing privilege: a kernel policy (lockdown, a "
+          "security module) or the event itself refuses it");
+    else
+      st.Append(
+          "fix: run as root, or grant CAP_BPF and CAP_PERFMON (e.g. setcap "
+          "cap_bpf,cap_perfmon+ep fay)");
   }
   return st;
 }

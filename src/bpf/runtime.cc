@@ -147,7 +147,7 @@ Status LiveQuery::AddScopePid(pid_t pid, bool pending_exec) {
   return Status::Ok();
 }
 
-Status LiveQuery::Attach() {
+Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
   FAY_RETURN_IF_ERROR(EnsureTracefs());
   // The kernel runs the programs of one tracepoint in the order they were attached, and the
   // order matters where a scope program shares a tracepoint with the query's:
@@ -167,14 +167,25 @@ Status LiveQuery::Attach() {
   add(ProgRole::kMain);
   add(ProgRole::kScopeFree);
 
+  // One probe of many that the kernel refuses (an instruction a uprobe cannot replace, an
+  // event that admits no program) is skipped with a warning; only a query left with nothing to
+  // attach fails. Its entry or exit half goes with it.
+  std::vector<bool> skipped(plan_.probes.size(), false);
+  size_t attached_probes = 0, done = 0;
   for (size_t i : order) {
     const Attachment& a = gen_.programs[i].attach;
     const Program& prog = programs_[i];
+    if (interrupted && interrupted())
+      return Status(Code::kIo, fmt::format("interrupted while attaching ({} of {} programs "
+                                           "attached); nothing was traced",
+                                           done, order.size()));
+    ++done;
+    if (a.probe_index >= 0 && skipped[a.probe_index]) continue;
     Expected<Link> link = Status();
     switch (a.kind) {
       case AttachKind::kTracepoint: {
         FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));
-        link = AttachTracepoint(prog, id);
+        link = AttachTracepoint(prog, id, "tracepoint " + a.category + ":" + a.name);
         break;
       }
       case AttachKind::kRawSyscalls:
@@ -194,12 +205,25 @@ Status LiveQuery::Attach() {
         break;
       }
     }
-    if (!link.ok()) return link.status();
+    if (!link.ok()) {
+      bool skippable = a.probe_index >= 0 && plan_.probes.size() > 1 &&
+                       (a.kind == AttachKind::kTracepoint || a.kind == AttachKind::kUprobe);
+      if (!skippable) return link.status();
+      std::string msg = link.status().message();
+      warnings_.push_back(fmt::format("skipped {}: {}", plan_.probes[a.probe_index].name,
+                                      msg.substr(0, msg.find('\n'))));
+      skipped[a.probe_index] = true;
+      continue;
+    }
+    if (a.role == ProgRole::kMain) ++attached_probes;
     if (a.role == ProgRole::kScopeStart)
       start_link_ = std::move(link).value();
     else
       links_.push_back(std::move(link).value());
   }
+  if (std::count(skipped.begin(), skipped.end(), true) > 0 && attached_probes == 0)
+    return Status(Code::kPermission, fmt::format("the kernel refused every probe of the query: {}",
+                                                 warnings_.empty() ? "" : warnings_.front()));
   return Status::Ok();
 }
 

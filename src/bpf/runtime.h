@@ -31,7 +31,10 @@ class LiveQuery {
   // Adds a process (and, with descendants, its live children) to the traced tree.
   // `pending_exec`: the process only counts once it has exec'd (a `-c` child held before exec).
   Status AddScopePid(pid_t pid, bool pending_exec = false);
-  Status Attach();
+  // Attaches every program; `interrupted` (polled between attachments) aborts it. A probe the
+  // kernel refuses, among several, is skipped and named in warnings().
+  Status Attach(const std::function<bool()>& interrupted = nullptr);
+  const std::vector<std::string>& warnings() const { return warnings_; }
   void Detach();
   // A held `-c` command has exec'd: detaches the program that waited for its first execve.
   void CommandStarted();
@@ -70,6 +73,7 @@ class LiveQuery {
   std::vector<Program> programs_;
   std::vector<Link> links_;
   Link start_link_;  // kScopeStart, until CommandStarted()
+  std::vector<std::string> warnings_;
   std::unique_ptr<RingBufferReader> ring_;
   const RowCallback* row_cb_ = nullptr;
   uint64_t window_ = 0;

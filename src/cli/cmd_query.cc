@@ -56,6 +56,15 @@ int Fail(const Status& st) {
   return 1;
 }
 
+// The signals that end a query, printing what it gathered.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+
+bool IsStopSignal(int sig) {
+  for (int s : kStopSignals)
+    if (s == sig) return true;
+  return false;
+}
+
 // The exact fix for the privilege errors users hit first.
 Status WithPrivilegeHint(Status st) {
   if (st.code() == Code::kPermission && geteuid() != 0)
@@ -169,8 +178,9 @@ int RunQuery(const QueryOptions& opt) {
   // Signals arrive through a signalfd so the loop below can wait on everything at once.
   sigset_t mask;
   sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
+  // SIGHUP (a closed terminal or session) and SIGUSR1 end the query as SIGINT does: with the
+  // results gathered so far, never silently.
+  for (int sig : kStopSignals) sigaddset(&mask, sig);
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -179,7 +189,12 @@ int RunQuery(const QueryOptions& opt) {
   if (!opt.command.empty()) {
     auto argv = SplitCommand(opt.command);
     if (!argv.ok()) return Fail(argv.status());
-    auto c = HeldChild::Spawn(*argv);
+    // If fay is killed, the command gets the SIGTERM a normal stop sends it, rather than
+    // running on untraced.
+    HeldChild::SpawnOptions so;
+    so.die_with_parent = true;
+    so.death_signal = SIGTERM;
+    auto c = HeldChild::Spawn(*argv, so);
     if (!c.ok()) return Fail(c.status());
     // Stack frames of a command that exits before its maps are read can still be named from
     // its executable when that is not position-independent.
@@ -194,7 +209,20 @@ int RunQuery(const QueryOptions& opt) {
     if (Status st = (*live)->AddScopePid(opt.pid); !st.ok()) return Fail(st);
     pidfd = static_cast<int>(syscall(SYS_pidfd_open, opt.pid, 0));
   }
-  if (Status st = (*live)->Attach(); !st.ok()) return Fail(WithPrivilegeHint(st));
+  size_t n_probes = (*live)->generated().programs.size();
+  if (n_probes >= 64)
+    fmt::print(stderr, "fay: attaching {} programs for {} probes (Ctrl-C stops)\n", n_probes,
+               (*plan).probes.size());
+  // Ctrl-C or SIGTERM during a long attach (a libc-wide uprobe glob) stops it at once.
+  auto interrupted = [&] {
+    signalfd_siginfo si;
+    bool stop_now = false;
+    while (read(sfd, &si, sizeof(si)) == sizeof(si))
+      if (IsStopSignal(static_cast<int>(si.ssi_signo))) stop_now = true;
+    return stop_now;
+  };
+  if (Status st = (*live)->Attach(interrupted); !st.ok()) return Fail(WithPrivilegeHint(st));
+  for (const std::string& w : (*live)->warnings()) fmt::print(stderr, "fay: warning: {}\n", w);
   uint64_t t_attached = NowNs(CLOCK_MONOTONIC);
   if (opt.verbose)
     fmt::print(stderr, "fay: compiled and loaded {} programs in {:.1f} ms, attached in {:.1f} ms\n",
@@ -246,7 +274,7 @@ int RunQuery(const QueryOptions& opt) {
     poll(fds, pidfd >= 0 ? 2 : 1, timeout);
     signalfd_siginfo si;
     while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
-      if (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM) stop = true;
+      if (IsStopSignal(static_cast<int>(si.ssi_signo))) stop = true;
     }
     int status;
     if (child && child->TryWait(&status)) {

@@ -198,7 +198,7 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     stray.CloseInChild();
     char c;
     if (read(go[0], &c, 1) != 1) _exit(127);
-    if (!options.die_with_parent) prctl(PR_SET_PDEATHSIG, 0);
+    prctl(PR_SET_PDEATHSIG, options.die_with_parent ? options.death_signal : 0);
     // fay blocks the signals it handles through a signalfd; the command gets what fay had.
     RestoreInheritedSignals();
     if (options.exe.empty())

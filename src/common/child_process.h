@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,10 +56,11 @@ class HeldChild {
 
   struct SpawnOptions {
     std::string exe;               // the program to exec; empty: argv[0] searched in PATH
-    bool die_with_parent = false;  // keep SIGKILL on fay's death after the exec too
+    bool die_with_parent = false;  // keep a death signal on fay's death after the exec too
     // A cgroup v2 directory fd to start the child in (clone3 CLONE_INTO_CGROUP): moving it
     // there afterwards costs a synchronize_rcu, about 10 ms. -1: fay's own cgroup.
     int cgroup_fd = -1;
+    int death_signal = SIGKILL;  // with die_with_parent
   };
   static Expected<HeldChild> Spawn(const std::vector<std::string>& argv,
                                    const SpawnOptions& options);

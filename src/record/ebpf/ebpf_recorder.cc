@@ -887,7 +887,10 @@ Expected<RecordResult> EbpfRecorder::Run() {
     FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));
     // As with ptrace's EXITKILL, the command does not outlive a fay killed with SIGKILL: it
     // could be left frozen (--loss=block), and would run on unrecorded.
-    HeldChild::SpawnOptions so{exe, true, throttle_ ? throttle_->cgroup_fd() : -1};
+    HeldChild::SpawnOptions so;
+    so.exe = exe;
+    so.die_with_parent = true;
+    so.cgroup_fd = throttle_ ? throttle_->cgroup_fd() : -1;
     auto spawned = HeldChild::Spawn(opt_.argv, so);
     if (!spawned.ok()) return spawned.status();
     child = std::move(spawned).value();

@@ -42,10 +42,12 @@ constexpr unsigned kOptions = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRA
                               PTRACE_O_TRACESECCOMP;
 
 volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_count = 0;
 volatile pid_t g_root = 0;
 
 void OnStopSignal(int sig) {
   g_stop_signal = sig;
+  g_stop_count = g_stop_count + 1;
   // Wakes the tracer's waitpid even when the tracee is idle: the interrupt makes it stop.
   if (g_root > 0) ptrace(PTRACE_INTERRUPT, g_root, 0, 0);
 }
@@ -98,6 +100,8 @@ class PtraceRecorder {
   Task& TaskFor(pid_t tid);
   void FillIdentity(pid_t tid, Task& t, SyscallEvent& ev);
   void Emit(SyscallEvent&& ev);
+  void AppendProcess(ProcessEvent&& pe);
+  void KillAll();
 
   const RecordOptions& opt_;
   RecordResult result_;
@@ -107,6 +111,10 @@ class PtraceRecorder {
   bool seccomp_ = false;   // the filter runs in the tracee (spawned commands only)
   bool started_ = false;   // the root has reached its execve: record from there on
   bool detaching_ = false;
+  // Recording stopped, but the command's -e seccomp filter needs its tracer: every stop is
+  // resumed and nothing is written until the command exits (see BeginDetach).
+  bool passing_ = false;
+  int stops_seen_ = 0;  // stop signals handled so far
   pid_t root_ = 0;
   int go_fd_ = -1;
   bool spawned_ = false;
@@ -254,7 +262,12 @@ void PtraceRecorder::FillIdentity(pid_t tid, Task& t, SyscallEvent& ev) {
   ev.comm = t.info.comm;
 }
 
+void PtraceRecorder::AppendProcess(ProcessEvent&& pe) {
+  if (!passing_) writer_->Append(std::move(pe));
+}
+
 void PtraceRecorder::Emit(SyscallEvent&& ev) {
+  if (passing_) return;
   if (!writer_->Append(std::move(ev))) {
     if (result_.error.empty()) {
       result_.error = "the trace could not be written (disk full or I/O error); recording stopped";
@@ -349,10 +362,7 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
         c.info.ppid = t.info.tgid;
       }
       c.info_read = t.info_read;
-      if (thread)
-        ++result_.threads;
-      else
-        ++result_.processes;
+      if (!passing_) ++(thread ? result_.threads : result_.processes);
       if (started_) {
         ProcessEvent pe;
         pe.kind = ProcessEventKind::kFork;
@@ -361,7 +371,7 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
         pe.tid = child;
         pe.parent_pid = t.info.tgid;
         pe.is_thread = thread;
-        writer_->Append(std::move(pe));
+        AppendProcess(std::move(pe));
       }
       Resume(tid);
       return;
@@ -388,7 +398,7 @@ void PtraceRecorder::OnEventStop(pid_t tid, Task& t, int event, int status) {
       if (started_) {
         ProcessEvent pe = TaskEvent(ProcessEventKind::kExec, t, tid, now);
         pe.path = ReadProcLink(tid, "exe");
-        writer_->Append(std::move(pe));
+        AppendProcess(std::move(pe));
       }
       Resume(tid);
       return;
@@ -427,7 +437,7 @@ void PtraceRecorder::EndTask(pid_t tid, Task& t, int status, uint64_t now) {
   if (started_) {
     ProcessEvent pe = TaskEvent(ProcessEventKind::kExit, t, tid, now);
     pe.exit_status = status;
-    writer_->Append(std::move(pe));
+    AppendProcess(std::move(pe));
   }
 }
 
@@ -444,7 +454,19 @@ void PtraceRecorder::OnGone(pid_t tid, int status) {
 }
 
 void PtraceRecorder::BeginDetach() {
-  if (detaching_) return;
+  if (detaching_ || passing_) return;
+  if (seccomp_) {
+    // The filter stops each call of the -e set for a tracer, and once no tracer is attached the
+    // kernel fails those calls with ENOSYS for the rest of the program's life: detaching would
+    // change what the program does. So recording stops here and fay stays its tracer, resuming
+    // every stop, until it exits (fay waits for a command it started anyway). A second signal
+    // ends it as strace's --seccomp-bpf does: the program is killed, never left half-working.
+    passing_ = true;
+    fmt::print(stderr,
+               "fay: recording stopped; the command runs on under fay until it exits, because "
+               "its -e system call filter needs a tracer (signal fay again to kill it)\n");
+    return;
+  }
   detaching_ = true;
   // Each tracee must be in a ptrace-stop to be detached: interrupt them all, detach each as its
   // stop arrives (OnEventStop / the loop).
@@ -473,9 +495,21 @@ pid_t PtraceRecorder::WaitForStop(int* status) {
   return waitpid(-1, status, __WALL);
 }
 
+void PtraceRecorder::KillAll() {
+  for (auto& [tid, t] : tasks_) kill(tid, SIGKILL);
+}
+
 void PtraceRecorder::Loop() {
+  bool killed = false;
   while (!tasks_.empty()) {
-    if (g_stop_signal && !detaching_) BeginDetach();
+    if (g_stop_signal && !detaching_ && !passing_) {
+      stops_seen_ = g_stop_count;
+      BeginDetach();
+    }
+    if (passing_ && g_stop_count > stops_seen_ && !killed) {
+      KillAll();
+      killed = true;
+    }
     int status = 0;
     pid_t tid = WaitForStop(&status);
     if (tid < 0) {
@@ -556,7 +590,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   ++result_.processes;
   ++result_.threads;
   Loop();
-  result_.detached = detaching_;
+  result_.detached = detaching_ || passing_;
   Status closed = writer_->Close();
   if (!closed.ok() && result_.error.empty()) result_.error = closed.message();
   trace::WriterStats st = writer_->stats();
