@@ -175,6 +175,13 @@ Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64
                                    retprobe ? "uretprobe" : "uprobe", path, file_offset);
     if (err == ENOENT) return Error(Code::kNotFound, what + ": no such file");
     if (err == ESRCH) return Error(Code::kNotFound, fmt::format("{}: no process {}", what, pid));
+    // ENOTSUPP (524), which strerror does not know: the instruction there cannot be
+    // single-stepped out of line (a lock-prefixed or otherwise unsupported instruction).
+    if (err == 524)
+      return Error(Code::kUnsupported,
+                   what +
+                       ": the kernel cannot probe the instruction there (e.g. a "
+                       "lock-prefixed one)");
     return PerfError(what, err);
   }
   Link link;

@@ -208,7 +208,11 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
     if (!link.ok()) {
       bool skippable = a.probe_index >= 0 && plan_.probes.size() > 1 &&
                        (a.kind == AttachKind::kTracepoint || a.kind == AttachKind::kUprobe);
-      if (!skippable) return link.status();
+      if (!skippable) {
+        if (a.kind != AttachKind::kUprobe) return link.status();
+        return Status(link.status().code(),
+                      plan_.probes[a.probe_index].name + ": " + link.status().message());
+      }
       std::string msg = link.status().message();
       warnings_.push_back(fmt::format("skipped {}: {}", plan_.probes[a.probe_index].name,
                                       msg.substr(0, msg.find('\n'))));

@@ -34,6 +34,7 @@ struct QueryOptions {
   std::string query;
   std::string format = "text";
   std::string command;
+  bool command_given = false;  // -c was on the command line, even as ''
   int pid = 0;
   uint32_t max_keys = 10240;
   bool verbose = false;
@@ -156,6 +157,12 @@ int RunQuery(const QueryOptions& opt) {
     return Fail(Error(Code::kInvalidArgument, "--format must be text or json"));
   if (!opt.command.empty() && opt.pid)
     return Fail(Error(Code::kInvalidArgument, "-c and -p cannot be combined"));
+  // An empty -c is a mistake (an unset shell variable), not a request to trace the machine.
+  if (opt.command_given && opt.command.find_first_not_of(" \t\n") == std::string::npos)
+    return Fail(Error(Code::kInvalidArgument, "-c needs a command, e.g. -c 'ls -l'"));
+  if (opt.max_keys < 1 || opt.max_keys > (1u << 22))
+    return Fail(Error(Code::kInvalidArgument,
+                      fmt::format("--max-keys must be 1 to {}, not {}", 1u << 22, opt.max_keys)));
   if (opt.pid && kill(opt.pid, 0) < 0 && errno == ESRCH)
     return Fail(Error(Code::kNotFound, fmt::format("-p {}: no such process", opt.pid)));
   if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
@@ -344,7 +351,10 @@ Runner RegisterQuery(CLI::App& app) {
   cmd->add_option("--from", opt->from, "with -i: start at this offset into the recording (1.5s)");
   cmd->add_option("--to", opt->to, "with -i: stop at this offset into the recording");
   cmd->add_option("--threads", opt->threads, "with -i: reader threads (default: one per CPU)");
-  return [opt] { return RunQuery(*opt); };
+  return [opt, cmd] {
+    opt->command_given = cmd->count("--command") > 0;
+    return RunQuery(*opt);
+  };
 }
 
 }  // namespace fay::cli

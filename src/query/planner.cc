@@ -190,8 +190,26 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   const SelectStage* sel = nullptr;
   for (const auto& node : query->stages) {
     if (auto* s = std::get_if<SampleStage>(&node.stage)) {
-      plan.sample_num *= s->num;
-      plan.sample_den *= s->den;
+      // Only the ratio matters (the probe keeps an event when a random u32 is below
+      // num/den * 2^32): reduce it, so `sample 50%` written as 5000000000/10000000000, or
+      // several sample stages, are the rates they say and never overflow.
+      unsigned __int128 num = static_cast<unsigned __int128>(plan.sample_num) * s->num;
+      unsigned __int128 den = static_cast<unsigned __int128>(plan.sample_den) * s->den;
+      unsigned __int128 a = num, b = den;
+      while (b) {
+        unsigned __int128 t = a % b;
+        a = b;
+        b = t;
+      }
+      if (a > 1) num /= a, den /= a;
+      if (den > 0xffffffffULL) {  // the same rate in 2^32ths, rounded
+        num = (num * (static_cast<unsigned __int128>(1) << 32) + den / 2) / den;
+        den = static_cast<unsigned __int128>(1) << 32;
+      }
+      plan.sample_num = static_cast<uint64_t>(num);
+      plan.sample_den = static_cast<uint64_t>(den);
+      if (plan.sample_num == 0)
+        return Error(Code::kInvalidArgument, "sampling rate too small: at most 1/4294967295");
     }
     if (auto* a = std::get_if<AggregateStage>(&node.stage)) agg = a;
     if (auto* s = std::get_if<SelectStage>(&node.stage)) sel = s;
@@ -199,8 +217,6 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
   }
-  if (plan.sample_den > 0xffffffffULL)
-    return Error(Code::kInvalidArgument, "sampling rate too small: at most 1/4294967295");
 
   // Several where stages are one conjunction. The planner owns the query, so it moves the
   // conditions under one && node rather than copying them.

@@ -90,6 +90,11 @@ Status CheckStages(const Query& q) {
     } else if (std::holds_alternative<EveryStage>(s)) {
       if (every) return QueryError(src, node.range, "Only one every stage is allowed");
       every = &node;
+      // Each window is read, printed and reset: below a millisecond that is all fay would do,
+      // and over a recording it prints a window per nanosecond of it.
+      if (std::get<EveryStage>(node.stage).ns < 1000000)
+        return QueryError(src, node.range, "'every' windows must be at least 1ms long",
+                          "e.g. every 100ms, every 1s");
     } else {
       if (for_stage) return QueryError(src, node.range, "Only one for stage is allowed");
       for_stage = &node;
