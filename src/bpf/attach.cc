@@ -5,7 +5,10 @@
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cerrno>
 #include <charconv>
@@ -17,6 +20,10 @@
 #include "bpf/map.h"
 
 namespace fay::bpf {
+
+namespace {
+constexpr uint32_t kAttachUprobeMultiType = 48;  // BPF_TRACE_UPROBE_MULTI (kernel 6.6 uapi)
+}  // namespace
 
 void Link::Merge(Link&& other) {
   for (auto& fd : other.fds_) fds_.push_back(std::move(fd));
@@ -187,6 +194,53 @@ Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64
   Link link;
   FAY_RETURN_IF_ERROR(AttachToPerfEvent(prog, UniqueFd(pfd), link,
                                         fmt::format("uprobe {}:{:#x}", path, file_offset)));
+  return link;
+}
+
+bool UprobeMultiSupported() {
+  utsname u{};
+  if (uname(&u) != 0) return false;
+  int major = 0, minor = 0;
+  if (sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+  return major > 6 || (major == 6 && minor >= 6);
+}
+
+Expected<Link> AttachUprobeMulti(const Program& prog, const std::string& path,
+                                 const std::vector<uint64_t>& offsets,
+                                 const std::vector<uint64_t>& cookies, bool retprobe) {
+  // Debian 12's libbpf and uapi headers predate uprobe_multi (kernel 6.6), so the attr is laid
+  // out here as the kernel's uapi has it: link_create's four u32s, then the uprobe_multi arm.
+  struct {
+    uint32_t prog_fd, target_fd, attach_type, flags;
+    uint64_t path, offsets, ref_ctr_offsets, cookies;
+    uint32_t cnt, multi_flags, pid, pad;
+    uint8_t rest[64];  // the remainder of union bpf_attr's link_create, zero
+  } attr{};
+  attr.prog_fd = static_cast<uint32_t>(prog.fd());
+  attr.attach_type = kAttachUprobeMultiType;
+  attr.path = reinterpret_cast<uint64_t>(path.c_str());
+  attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
+  attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
+  attr.cnt = static_cast<uint32_t>(offsets.size());
+  attr.multi_flags = retprobe ? 1u : 0u;  // BPF_F_UPROBE_MULTI_RETURN
+  int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
+  if (fd < 0) {
+    int err = errno;
+    const char* kind = retprobe ? "uretprobe" : "uprobe";
+    std::string what =
+        offsets.size() == 1
+            ? fmt::format("cannot place a {} on {} at file offset {:#x}", kind, path, offsets[0])
+            : fmt::format("cannot place {} {}s on {}", offsets.size(), kind, path);
+    if (err == 524)
+      return Error(Code::kUnsupported,
+                   what + (offsets.size() == 1
+                               ? ": the kernel cannot probe the instruction there (e.g. a "
+                                 "lock-prefixed one)"
+                               : ": the kernel cannot probe the instruction at one of them"));
+    return BpfError(what, err);
+  }
+  Link link;
+  link.Add(UniqueFd(fd));
   return link;
 }
 

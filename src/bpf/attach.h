@@ -35,6 +35,13 @@ Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name)
 // is the one its attach_btf_id named at load.
 Expected<Link> AttachTypedTracepoint(const Program& prog);
 // `file_offset` is the offset of the probed instruction in `path` (not its virtual address).
+// The kernel has uprobe_multi links (6.6 and later).
+bool UprobeMultiSupported();
+// One uprobe_multi link: every file offset of `path` runs `prog` (loaded with expected attach
+// type BPF_TRACE_UPROBE_MULTI), which reads the matching cookie. All or nothing.
+Expected<Link> AttachUprobeMulti(const Program& prog, const std::string& path,
+                                 const std::vector<uint64_t>& offsets,
+                                 const std::vector<uint64_t>& cookies, bool retprobe);
 Expected<Link> AttachUprobe(const Program& prog, const std::string& path, uint64_t file_offset,
                             bool retprobe, int pid = -1);
 // One perf software event per online CPU (e.g. PERF_COUNT_SW_CPU_CLOCK), sampled at freq_hz

@@ -125,6 +125,7 @@ Status LiveQuery::LoadWith(const CodegenOptions& options) {
   }
   for (const auto& gp : q->gen_.programs) {
     ProgramSpec spec{gp.type, gp.name, gp.insns, gp.relocs};
+    spec.expected_attach_type = static_cast<bpf_attach_type>(gp.expected_attach_type);
     FAY_ASSIGN_OR_RETURN(Program prog, Program::Load(spec, fds));
     q->programs_.push_back(std::move(prog));
   }
@@ -191,6 +192,9 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
       case AttachKind::kRawSyscalls:
         link = AttachRawTracepoint(prog, a.name);
         break;
+      case AttachKind::kUprobeMulti:
+        link = AttachUprobeGroup(prog, a, a.probes);
+        break;
       case AttachKind::kUprobe: {
         const ProbeInfo& p = plan_.probes[a.probe_index];
         link = AttachUprobe(prog, p.path, p.file_offset, a.is_exit);
@@ -229,6 +233,42 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
     return Status(Code::kPermission, fmt::format("the kernel refused every probe of the query: {}",
                                                  warnings_.empty() ? "" : warnings_.front()));
   return Status::Ok();
+}
+
+// One uprobe_multi link for `probes`. The kernel attaches all or none, so when it refuses, the
+// group is split in halves until the functions it refuses are alone; those are skipped with a
+// warning naming them, and every other function still shares a few links.
+Expected<Link> LiveQuery::AttachUprobeGroup(const Program& prog, const Attachment& a,
+                                            const std::vector<int>& probes) {
+  std::vector<uint64_t> offsets, cookies;
+  for (int p : probes) {
+    offsets.push_back(plan_.probes[p].file_offset);
+    cookies.push_back(static_cast<uint64_t>(p));
+  }
+  auto link = AttachUprobeMulti(prog, a.name, offsets, cookies, a.is_exit);
+  if (link.ok() || probes.size() == 1) {
+    if (!link.ok() && plan_.probes.size() > 1) {
+      std::string msg = link.status().message();
+      warnings_.push_back(fmt::format("skipped {}: {}", plan_.probes[probes[0]].name,
+                                      msg.substr(0, msg.find('\n'))));
+      return Link();
+    }
+    if (!link.ok())
+      return Status(link.status().code(),
+                    plan_.probes[probes[0]].name + ": " + link.status().message());
+    return link;
+  }
+  if (link.status().code() != Code::kUnsupported) return link.status();
+  size_t half = probes.size() / 2;
+  std::vector<int> left(probes.begin(), probes.begin() + half),
+      right(probes.begin() + half, probes.end());
+  Link both;
+  for (const auto* part : {&left, &right}) {
+    auto l = AttachUprobeGroup(prog, a, *part);
+    if (!l.ok()) return l.status();
+    both.Merge(std::move(l).value());
+  }
+  return both;
 }
 
 void LiveQuery::CommandStarted() {

@@ -62,6 +62,8 @@ class LiveQuery {
  private:
   LiveQuery(const Plan& plan) : plan_(plan) {}
   Status LoadWith(const CodegenOptions& options);
+  Expected<Link> AttachUprobeGroup(const Program& prog, const Attachment& a,
+                                   const std::vector<int>& probes);
   Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
   // The processes (tgids) of the stack keys in raw key bytes.
   void StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const;

@@ -170,6 +170,7 @@ int RunQuery(const QueryOptions& opt) {
   SystemCatalog catalog;
   PlanOptions popt;
   popt.max_keys = opt.max_keys;
+  popt.uprobe_multi = bpf::UprobeMultiSupported();
   auto plan = CompileQuery(opt.query, catalog, popt);
   if (!plan.ok()) return Fail(plan.status());
 
@@ -216,10 +217,9 @@ int RunQuery(const QueryOptions& opt) {
     if (Status st = (*live)->AddScopePid(opt.pid); !st.ok()) return Fail(st);
     pidfd = static_cast<int>(syscall(SYS_pidfd_open, opt.pid, 0));
   }
-  size_t n_probes = (*live)->generated().programs.size();
-  if (n_probes >= 64)
-    fmt::print(stderr, "fay: attaching {} programs for {} probes (Ctrl-C stops)\n", n_probes,
-               (*plan).probes.size());
+  if (plan->probes.size() >= 64)
+    fmt::print(stderr, "fay: attaching {} probes with {} programs (Ctrl-C stops)\n",
+               plan->probes.size(), (*live)->generated().programs.size());
   // Ctrl-C or SIGTERM during a long attach (a libc-wide uprobe glob) stops it at once.
   auto interrupted = [&] {
     signalfd_siginfo si;

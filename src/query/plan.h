@@ -34,6 +34,7 @@ enum class AttachKind {
   kTracepoint,    // perf_event tracepoint (tp_category/tp_name or exit name)
   kRawSyscalls,   // raw_syscalls:sys_enter / sys_exit shared by many syscall probes
   kUprobe,        // perf_event uprobe; is_return for uretprobe
+  kUprobeMulti,   // one uprobe_multi link for many functions of one binary (Attachment::probes)
   kPerfSoftware,  // cpu-clock sampling (profile) or timer (interval)
 };
 
@@ -50,7 +51,10 @@ struct Attachment {
   ProgRole role = ProgRole::kMain;
   int probe_index = -1;        // into Plan::probes; -1 when shared (raw syscalls, scope tracking)
   bool is_exit = false;        // syscall exit / uretprobe
-  std::string category, name;  // tracepoint
+  std::string category, name;  // tracepoint; kUprobeMulti: name is the binary's path
+  // kUprobeMulti: the probes the one program serves; each is attached with its index as the
+  // BPF cookie, which the program reads to know which function fired.
+  std::vector<int> probes;
 };
 
 struct Plan {
@@ -89,6 +93,10 @@ struct PlanOptions {
   // every syscall probe there: a raw tracepoint skips building the trace record, which is most
   // of what a per-syscall tracepoint costs (see docs/BENCHMARKS.md).
   size_t raw_syscalls_threshold = 0;
+  // Several uprobes on one binary share one program and one uprobe_multi link (kernel 6.6 and
+  // later): one load, one attach and one detach instead of one each per function, which for a
+  // libc-wide glob is minutes against seconds. Off: one program and perf event per probe.
+  bool uprobe_multi = true;
 };
 
 }  // namespace fay

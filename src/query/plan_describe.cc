@@ -40,6 +40,9 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
       return fmt::format("tracepoint {}:{} ({})", a.category, a.name, role);
     case AttachKind::kRawSyscalls:
       return fmt::format("raw tracepoint {} ({})", a.name, role);
+    case AttachKind::kUprobeMulti:
+      return fmt::format("{} {} ({} functions, one uprobe_multi link) ({})",
+                         a.is_exit ? "uretprobe" : "uprobe", a.name, a.probes.size(), role);
     case AttachKind::kUprobe: {
       const ProbeInfo& p = plan.probes[a.probe_index];
       return fmt::format("{} {}:{} +0x{:x} ({})", a.is_exit ? "uretprobe" : "uprobe", p.path,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "query/agg_layout.h"
 
@@ -122,14 +123,45 @@ void PlanEntryStrings(Plan& plan) {
   for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
 }
 
+// Uprobes of one kind on one binary that can share a program (PlanOptions::uprobe_multi): the
+// probe indices, keyed by kind and path, for groups of two or more.
+std::map<std::pair<ProbeKind, std::string>, std::vector<int>> UprobeGroups(const Plan& plan) {
+  std::map<std::pair<ProbeKind, std::string>, std::vector<int>> groups;
+  for (size_t i = 0; i < plan.probes.size(); ++i) {
+    const ProbeInfo& p = plan.probes[i];
+    if (p.kind == ProbeKind::kUprobe || p.kind == ProbeKind::kUretprobe)
+      groups[{p.kind, p.path}].push_back(static_cast<int>(i));
+  }
+  for (auto it = groups.begin(); it != groups.end();)
+    it = it->second.size() < 2 ? groups.erase(it) : std::next(it);
+  return groups;
+}
+
 void PlanAttachments(Plan& plan, const PlanOptions& options) {
   size_t syscalls = 0;
   for (const auto& p : plan.probes) syscalls += p.kind == ProbeKind::kSyscall;
   plan.use_raw_syscalls = syscalls > options.raw_syscalls_threshold;
   bool raw_done = false;
+  auto groups = options.uprobe_multi
+                    ? UprobeGroups(plan)
+                    : std::map<std::pair<ProbeKind, std::string>, std::vector<int>>{};
   for (size_t i = 0; i < plan.probes.size(); ++i) {
     const ProbeInfo& p = plan.probes[i];
     int idx = static_cast<int>(i);
+    if (auto g = groups.find({p.kind, p.path}); g != groups.end()) {
+      if (g->second.front() != idx) continue;  // the group's first probe attached them all
+      Attachment a{AttachKind::kUprobeMulti, ProgRole::kMain, -1, false, "", p.path, g->second};
+      if (p.kind == ProbeKind::kUretprobe) {
+        if (plan.needs_exit) {
+          Attachment entry = a;
+          entry.role = ProgRole::kEntry;
+          plan.attachments.push_back(entry);
+        }
+        a.is_exit = true;
+      }
+      plan.attachments.push_back(a);
+      continue;
+    }
     switch (p.kind) {
       case ProbeKind::kSyscall:
         if (plan.use_raw_syscalls) {

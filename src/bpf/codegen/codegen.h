@@ -53,6 +53,9 @@ constexpr int kMaxSyscalls = 512;
 constexpr int kScopeActive = 1;
 constexpr int kScopePendingExec = 2;
 constexpr int kSysExecve = 59, kSysExecveat = 322;  // x86-64
+// From kernel 6.6's uapi, which Debian 12's headers predate.
+constexpr uint32_t kAttachUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
+constexpr uint32_t kUprobeMultiReturn = 1;   // BPF_F_UPROBE_MULTI_RETURN
 // Syscall probes run as raw tracepoint programs on sys_enter/sys_exit: the kernel then skips
 // building a trace record, which is most of what a syscall tracepoint costs. The prologue builds
 // the record the rest of the code generator reads (raw_syscalls layout: id at +8, args or ret at
@@ -84,6 +87,7 @@ struct MapDesc {
 struct GeneratedProgram {
   Attachment attach;
   bpf_prog_type type = BPF_PROG_TYPE_TRACEPOINT;
+  uint32_t expected_attach_type = 0;  // BPF_TRACE_UPROBE_MULTI for kUprobeMulti
   std::string name;
   std::vector<bpf_insn> insns;
   std::vector<MapReloc> relocs;

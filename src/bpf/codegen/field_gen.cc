@@ -220,6 +220,7 @@ void GenStringFieldOf(Gen& g, const Field& f, int off, int cap) {
 
 std::vector<int> ProgramProbes(const Gen& g) {
   if (g.static_probe() >= 0) return {g.static_probe()};
+  if (!g.attach.probes.empty()) return g.attach.probes;
   std::vector<int> out;
   for (size_t i = 0; i < g.plan.probes.size(); ++i)
     if (g.plan.probes[i].kind == ProbeKind::kSyscall) out.push_back(static_cast<int>(i));

@@ -102,8 +102,8 @@ class Gen {
 void GenIntExpr(Gen& g, const Expr& expr);                       // result in R7
 void GenStringExpr(Gen& g, const Expr& expr, int off, int cap);  // NUL-terminated into R9+off
 void GenField(Gen& g, const Expr& expr);                         // int fields into R7
-// The probes whose events this program sees: its own, or every syscall probe of a shared raw
-// syscalls program.
+// The probes whose events this program sees: its own, those of a uprobe_multi program, or
+// every syscall probe of a shared raw syscalls program.
 std::vector<int> ProgramProbes(const Gen& g);
 // Calls body(field, probe) once per distinct layout of the field `expr` among the program's
 // probes, dispatching on the probe index at run time when the layouts differ.

@@ -42,9 +42,22 @@ void GenSyscallFilter(Gen& g) {
   e.Store(8, R10, kFpProbe, R1);
 }
 
+bool IsUprobeAttach(const Gen& g) {
+  return g.attach.kind == AttachKind::kUprobe || g.attach.kind == AttachKind::kUprobeMulti;
+}
+
 bool UseTaskPtr(const Gen& g) {
   return g.options.task_comm_offset >= 0 && g.options.task_pid_offset >= 0 &&
-         g.options.task_tgid_offset >= 0 && g.attach.kind != AttachKind::kUprobe;
+         g.options.task_tgid_offset >= 0 && !IsUprobeAttach(g);
+}
+
+// A uprobe_multi program serves many functions: each was attached with its probe index as the
+// cookie.
+void GenCookieProbe(Gen& g) {
+  g.e.Comment("uprobe_multi: the attach cookie is the probe index");
+  g.e.Mov(R1, R6);
+  g.e.Call(BPF_FUNC_get_attach_cookie);
+  g.e.Store(8, R10, kFpProbe, R0);
 }
 
 // fp-32 = the current task. One helper call buys tgid, tid and comm; each helper call costs
@@ -238,7 +251,7 @@ void GenEntryKey(Gen& g) {
     e.Call(BPF_FUNC_get_current_pid_tgid);
     e.Store(8, R10, kFpEntryKey, R0);
   }
-  if (g.attach.kind == AttachKind::kUprobe) {
+  if (IsUprobeAttach(g)) {
     e.Load(8, R1, R6, kRegsSpOff);
     if (g.attach.is_exit) e.AluImm(BPF_SUB, R1, 8);
     e.Store(8, R10, kFpEntryKey + 8, R1);
@@ -424,6 +437,7 @@ void GenScopeFree(Gen& g) {
 bpf_prog_type ProgType(AttachKind k) {
   switch (k) {
     case AttachKind::kUprobe:
+    case AttachKind::kUprobeMulti:
       return BPF_PROG_TYPE_KPROBE;
     case AttachKind::kPerfSoftware:
       return BPF_PROG_TYPE_PERF_EVENT;
@@ -453,6 +467,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
     GenScopeFree(g);
   } else {
     GenScratch(g);
+    if (attach.kind == AttachKind::kUprobeMulti) GenCookieProbe(g);
     if (attach.kind == AttachKind::kRawSyscalls) {
       g.raw_record_off = raw_record_off;
       GenRawRecord(g);
@@ -473,6 +488,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   GeneratedProgram prog;
   prog.attach = attach;
   prog.type = ProgType(attach.kind);
+  if (attach.kind == AttachKind::kUprobeMulti) prog.expected_attach_type = kAttachUprobeMulti;
   const char* role = attach.role == ProgRole::kEntry        ? "entry"
                      : attach.role == ProgRole::kScopeFork  ? "fork"
                      : attach.role == ProgRole::kScopeFree  ? "free"

@@ -74,6 +74,8 @@ class FakeCatalog : public ProbeCatalog {
       uargs.push_back(F("arg" + std::to_string(i), Type::Int(false), FieldSource::kUprobeArg));
     uargs.push_back(F("func", Type::Str(64), FieldSource::kFunc));
     probes_.push_back(Probe("uprobe:/bin/bash:readline", ProbeKind::kUprobe, uargs));
+    probes_.push_back(Probe("uprobe:/bin/bash:rl_getc", ProbeKind::kUprobe, uargs));
+    for (ProbeInfo* p : {&probes_[probes_.size() - 2], &probes_.back()}) p->path = "/bin/bash";
     probes_.push_back(Probe("profile:99", ProbeKind::kProfile,
                             {F("ustack", Type::Stack(), FieldSource::kUserStack)}));
   }

@@ -110,6 +110,9 @@ TEST(PlannerTest, SamplingIsAFraction) {
   Plan pct = Compile("syscall:read | sample 1% | count()");
   EXPECT_EQ(pct.sample_num, 1u);
   EXPECT_EQ(pct.sample_den, 100u);
+  Plan big = Compile("syscall:read | sample 5000000000/10000000000 | count()");
+  EXPECT_EQ(big.sample_num, 1u);
+  EXPECT_EQ(big.sample_den, 2u);
   Plan frac = Compile("syscall:read | sample 1/8 | count()");
   EXPECT_EQ(frac.sample_num, 1u);
   EXPECT_EQ(frac.sample_den, 8u);
@@ -147,6 +150,21 @@ TEST(PlannerTest, UprobesAttachAtTheSymbol) {
   EXPECT_EQ(p.attachments[0].kind, AttachKind::kUprobe);
   EXPECT_EQ(p.attachments[0].probe_index, 0);
   EXPECT_FALSE(p.needs_exit);
+}
+
+TEST(PlannerTest, UprobesOfOneBinaryShareOneMultiLink) {
+  Plan p = Compile("uprobe:/bin/bash:* | count() by func");
+  ASSERT_EQ(p.probes.size(), 2u);
+  ASSERT_EQ(p.attachments.size(), 1u);
+  EXPECT_EQ(p.attachments[0].kind, AttachKind::kUprobeMulti);
+  EXPECT_EQ(p.attachments[0].probe_index, -1);
+  EXPECT_EQ(p.attachments[0].name, "/bin/bash");
+  EXPECT_EQ(p.attachments[0].probes, (std::vector<int>{0, 1}));
+  PlanOptions old_kernel;
+  old_kernel.uprobe_multi = false;
+  Plan each = Compile("uprobe:/bin/bash:* | count() by func", old_kernel);
+  ASSERT_EQ(each.attachments.size(), 2u);
+  EXPECT_EQ(each.attachments[0].kind, AttachKind::kUprobe);
 }
 
 TEST(PlannerTest, ProfileKeysOnTheStack) {
