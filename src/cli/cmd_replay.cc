@@ -1,6 +1,7 @@
 // fay replay FILE --root DIR [--prepare] [--verify] [--timing asap|original|xN]
 //                 [--threads auto|N] [--progress] [--max-mismatches N]
 //                 [--lazy-data auto|on|off] [--stream auto|off]
+//                 [--allow-nonempty-root]
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "cli/commands.h"
 #include "replay/prepare.h"
 #include "replay/replayer.h"
+#include "replay/root_guard.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "schema/syscall_table.h"
@@ -36,6 +39,7 @@ struct ReplayCli {
   size_t max_mismatches = 50;
   std::string lazy_data = "auto";
   std::string stream = "auto";
+  bool allow_nonempty_root = false;
 };
 
 std::string Label(int nr) {
@@ -102,6 +106,25 @@ int Run(const ReplayCli& c) {
     fmt::print(stderr, "fay replay: {}\n", sandbox.status().message());
     return 1;
   }
+  auto verdict = replay::CheckRoot(*sandbox, c.root, c.allow_nonempty_root);
+  if (!verdict.ok()) {
+    fmt::print(stderr, "fay replay: {}\n", verdict.status().message());
+    return 1;
+  }
+  // The mark that lets a later replay into this root through, written just before the first
+  // thing is made in it (a trace that does not load leaves the root as it was).
+  std::once_flag marked;
+  auto mark = [&] {
+    if (!verdict->mark) return;
+    std::call_once(marked, [&] {
+      if (Status st = replay::MarkRoot(*sandbox); !st.ok()) {
+        fmt::print(stderr,
+                   "fay replay: note: --root {}: {}; a later replay into it will need "
+                   "--allow-nonempty-root\n",
+                   c.root, st.message());
+      }
+    });
+  };
   auto t0 = std::chrono::steady_clock::now();
   // --prepare walks the calls while they load, where the trace allows it (see CallStream). A
   // one-thread trace also starts replaying then: the walk lets through the calls that need
@@ -115,6 +138,7 @@ int Run(const ReplayCli& c) {
   std::function<void(replay::CallStream&)> walk;
   if (c.prepare || stream) {
     walk = [&](replay::CallStream& calls) {
+      if (calls.streaming()) mark();  // the replay, and --prepare's directories, start now
       if (stream && calls.streaming() && !streamer.joinable()) {
         streamer = std::thread([&, trace = replay::StreamedTrace::Of(calls)] {
           streamed = replay::ReplayStreaming(trace, gate, *sandbox, opt);
@@ -154,6 +178,7 @@ int Run(const ReplayCli& c) {
     return 1;
   }
   auto t1 = std::chrono::steady_clock::now();
+  mark();
   if (c.prepare) {
     auto st = preparer.Apply(*sandbox, *schedule);
     if (!st.ok()) {
@@ -243,8 +268,13 @@ Runner RegisterReplay(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "replay", "replay a .fay trace's file calls inside a directory, optionally verifying them");
   cmd->add_option("file", c->path, "the trace")->required();
-  cmd->add_option("--root", c->root, "directory every path is resolved inside (must exist)")
+  cmd->add_option("--root", c->root,
+                  "directory every path is resolved inside: an empty one, or one fay replay "
+                  "used before (never / or a system or home directory)")
       ->required();
+  cmd->add_flag("--allow-nonempty-root", c->allow_nonempty_root,
+                "accept a --root that is not empty and was not made by fay replay: the trace's "
+                "creates, unlinks, renames and truncations may change or delete what is in it");
   cmd->add_flag("--prepare", c->prepare,
                 "first create in --root the files and directories the trace found existing");
   cmd->add_flag("--verify", c->verify,
