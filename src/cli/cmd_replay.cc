@@ -1,6 +1,6 @@
 // fay replay FILE --root DIR [--prepare] [--verify] [--timing asap|original|xN]
 //                 [--threads auto|N] [--progress] [--max-mismatches N]
-//                 [--lazy-data auto|on|off] [--stream auto|off]
+//                 [--lazy-data auto|on|off] [--stream auto|off] [--keep-owners]
 //                 [--allow-nonempty-root]
 #include <fmt/core.h>
 #include <sys/resource.h>
@@ -39,6 +39,7 @@ struct ReplayCli {
   size_t max_mismatches = 50;
   std::string lazy_data = "auto";
   std::string stream = "auto";
+  bool keep_owners = false;
   bool allow_nonempty_root = false;
 };
 
@@ -125,6 +126,9 @@ int Run(const ReplayCli& c) {
       }
     });
   };
+  // What --prepare made other than recorded, for --verify; filled by Apply.
+  replay::PreparedDiffs prepared_diffs;
+  if (c.prepare) opt.prepared = &prepared_diffs;
   auto t0 = std::chrono::steady_clock::now();
   // --prepare walks the calls while they load, where the trace allows it (see CallStream). A
   // one-thread trace also starts replaying then: the walk lets through the calls that need
@@ -180,17 +184,48 @@ int Run(const ReplayCli& c) {
   auto t1 = std::chrono::steady_clock::now();
   mark();
   if (c.prepare) {
-    auto st = preparer.Apply(*sandbox, *schedule);
+    replay::PrepareOptions popt;
+    popt.keep_owners = c.keep_owners;
+    auto st = preparer.Apply(*sandbox, *schedule, popt, &prepared_diffs);
     if (!st.ok()) {
       stop();
       fmt::print(stderr, "fay replay: {}\n", st.status().message());
       return 1;
     }
+    // What was not made as the trace says: a trace from someone else gets no set-id bits,
+    // device nodes or owners (unless --keep-owners).
+    std::vector<std::string> notes;
+    auto plural = [](uint64_t n, const char* one, const char* many) {
+      return fmt::format("{} {}", n, n == 1 ? one : many);
+    };
+    if (st->existing) notes.push_back(fmt::format("{} already there", st->existing));
+    if (st->setid_stripped) {
+      notes.push_back(plural(st->setid_stripped, "file's setuid/setgid/sticky bits stripped",
+                             "files' setuid/setgid/sticky bits stripped"));
+    }
+    if (st->devices_skipped) {
+      notes.push_back(
+          plural(st->devices_skipped, "device node not created", "device nodes not created"));
+    }
+    if (st->owners_not_kept) {
+      notes.push_back(fmt::format(
+          "ownership not kept: {}{}",
+          plural(st->owners_not_kept, "file not owned as recorded", "files not owned as recorded"),
+          c.keep_owners ? "" : " (--keep-owners)"));
+    }
+    std::string joined;
+    for (const std::string& n : notes) joined += (joined.empty() ? "" : ", ") + n;
     fmt::print(
         "prepared:   {} directories, {} files ({} bytes of recorded content), {} symlinks"
         " in {}{}\n",
         st->dirs, st->files, st->bytes, st->symlinks, c.root,
-        st->existing ? fmt::format(" ({} already there)", st->existing) : "");
+        joined.empty() ? "" : " (" + joined + ")");
+    if (st->chown_refused) {
+      fmt::print(stderr,
+                 "fay replay: --keep-owners: {}; carrying on without the recorded owners "
+                 "({} refused)\n",
+                 st->chown_error, plural(st->chown_refused, "chown", "chowns"));
+    }
   }
   auto t2 = std::chrono::steady_clock::now();
   Expected<replay::ReplayReport> report = Error(Code::kInternal, "no replay ran");
@@ -237,6 +272,12 @@ int Run(const ReplayCli& c) {
                r.replayed ? 100.0 * r.verified / r.replayed : 100.0);
     fmt::print("mismatches: {}{}\n", r.mismatches,
                r.mismatches ? " (" + CountList(r.mismatch_by_nr) + ")" : "");
+    if (r.as_prepared) {
+      fmt::print(
+          "as prepared: {} verified stat results differ from the recording only by what "
+          "--prepare did not restore (setuid/setgid/sticky bits, owners)\n",
+          r.as_prepared);
+    }
   }
   if (streamed) {
     fmt::print("streamed:   {} of {} calls could run while the trace loaded{}\n", gate.early(),
@@ -275,6 +316,9 @@ Runner RegisterReplay(CLI::App& app) {
   cmd->add_flag("--allow-nonempty-root", c->allow_nonempty_root,
                 "accept a --root that is not empty and was not made by fay replay: the trace's "
                 "creates, unlinks, renames and truncations may change or delete what is in it");
+  cmd->add_flag("--keep-owners", c->keep_owners,
+                "--prepare gives files their recorded owner and group (by default they belong to "
+                "whoever replays; setuid/setgid bits are stripped either way)");
   cmd->add_flag("--prepare", c->prepare,
                 "first create in --root the files and directories the trace found existing");
   cmd->add_flag("--verify", c->verify,

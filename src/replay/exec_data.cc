@@ -371,7 +371,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       out->ret = Errno(::fstat(fd, &st));
       if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
         if (const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut)) {
-          out->data_mismatch = CompareStat(*b, st);
+          out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
         }
       }
       return true;
@@ -401,7 +401,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = Errno(::statx(fd, "", AT_EMPTY_PATH | sync, static_cast<unsigned>(a[3]), &stx));
     if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
       if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-        out->data_mismatch = CompareStatx(*b, stx);
+        out->data_mismatch = CompareStatx(*b, stx, options_.prepared, &out->as_prepared);
       }
     }
     return true;
@@ -410,7 +410,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   out->ret = Errno(::fstat(fd, &st));
   if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
     if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-      out->data_mismatch = CompareStat(*b, st);
+      out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
     }
   }
   return true;

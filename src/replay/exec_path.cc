@@ -312,7 +312,7 @@ bool Executor::FastStat(const std::string& path, bool nofollow, bool is_statx,
     out->ret = r;
     if (options_.verify && r == 0 && !Failed(ev.ret)) {
       if (const CapturedBuffer* b = FindBuffer(ev, 4, 0, BufferDir::kOut)) {
-        out->data_mismatch = CompareStatx(*b, stx);
+        out->data_mismatch = CompareStatx(*b, stx, options_.prepared, &out->as_prepared);
       }
     }
     return true;
@@ -324,7 +324,7 @@ bool Executor::FastStat(const std::string& path, bool nofollow, bool is_statx,
   int buf_arg = ev.nr == sysno::newfstatat ? 2 : 1;
   if (options_.verify && r == 0 && !Failed(ev.ret)) {
     if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-      out->data_mismatch = CompareStat(*b, st);
+      out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
     }
   }
   return true;

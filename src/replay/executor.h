@@ -12,6 +12,7 @@
 
 #include "replay/fd_table.h"
 #include "replay/sandbox.h"
+#include "replay/verify.h"
 #include "schema/syscall_event.h"
 
 namespace fay::replay {
@@ -27,6 +28,7 @@ struct Outcome {
   int64_t ret = 0;        // live result (0..., or -errno)
   RetCompare compare = RetCompare::kExact;
   std::string data_mismatch;  // non-empty: returned data differed (what and where)
+  bool as_prepared = false;   // a stat result differed only as --prepare made the file
 };
 
 // The calls fay replay executes for real (given live fds and resolvable paths).
@@ -41,6 +43,7 @@ class ProcessDirectory {
 
 struct ExecutorOptions {
   bool verify = false;  // compare returned data (reads, stat, getdents, readlink)
+  const PreparedDiffs* prepared = nullptr;  // what --prepare did not restore as recorded
 };
 
 class Executor {

@@ -17,18 +17,45 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "schema/syscall_event.h"
 
 namespace fay::replay {
 
-// Each returns "" when equal, else what differed.
+// The files --prepare made other than the trace says they were (see prepare.h), by device and
+// inode: a stat of one of them that differs from its recording only by the bits stripped, or
+// by the owner not given, is what --prepare was asked to do, not a mismatch. Only those files:
+// the same difference on a file the replay made is a mismatch. Filled by Preparer::Apply while
+// nothing reads it; Find answers nothing until Ready().
+class PreparedDiffs {
+ public:
+  struct Diff {
+    uint32_t mode_bits = 0;  // S_ISUID, S_ISGID, S_ISVTX bits recorded and not given
+    bool owner = false;      // uid/gid not the recorded ones
+  };
+  void Add(uint64_t dev, uint64_t ino, Diff d) { diffs_[{dev, ino}] = d; }
+  void Ready() { ready_.store(true, std::memory_order_release); }
+  const Diff* Find(uint64_t dev, uint64_t ino) const;
+  size_t size() const { return diffs_.size(); }
+
+ private:
+  std::atomic<bool> ready_{false};
+  std::map<std::pair<uint64_t, uint64_t>, Diff> diffs_;
+};
+
+// Each returns "" when equal, else what differed. For the stat family, a difference that
+// `prepared` expects sets *as_prepared and returns "".
 std::string CompareBytes(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
 std::string CompareDirents(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
-std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live);
-std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live);
+std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live,
+                        const PreparedDiffs* prepared = nullptr, bool* as_prepared = nullptr);
+std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live,
+                         const PreparedDiffs* prepared = nullptr, bool* as_prepared = nullptr);
 
 }  // namespace fay::replay
