@@ -295,6 +295,16 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
+  if (!schedule->truncation.empty()) {
+    // The program went on past where the trace stops: this is not its whole run.
+    fmt::print("truncated:  the trace is {}: only the calls before it were replayed\n",
+               schedule->truncation);
+    fmt::print(stderr,
+               "fay replay: {} is {}; the replay covers only the calls before it, not the whole "
+               "recording\n",
+               c.path, schedule->truncation);
+    code = 1;
+  }
   // The schedule holds every buffer of the trace, in as many allocations; handing them back one
   // by one takes longer than a small replay. The kernel takes them all at once.
   std::fflush(stdout);
