@@ -126,9 +126,10 @@ int Run(const ReplayCli& c) {
       }
     });
   };
-  // What --prepare made other than recorded, for --verify; filled by Apply.
+  // What fay made other than recorded, for --verify: filled by Apply (--prepare), and by the
+  // replay where it withholds set-id bits from a chmod or a creating open.
   replay::PreparedDiffs prepared_diffs;
-  if (c.prepare) opt.prepared = &prepared_diffs;
+  opt.prepared = &prepared_diffs;
   auto t0 = std::chrono::steady_clock::now();
   // --prepare walks the calls while they load, where the trace allows it (see CallStream). A
   // one-thread trace also starts replaying then: the walk lets through the calls that need
@@ -274,10 +275,16 @@ int Run(const ReplayCli& c) {
                r.mismatches ? " (" + CountList(r.mismatch_by_nr) + ")" : "");
     if (r.as_prepared) {
       fmt::print(
-          "as prepared: {} verified stat results differ from the recording only by what "
-          "--prepare did not restore (setuid/setgid/sticky bits, owners)\n",
+          "as withheld: {} verified stat results differ from the recording only by what fay "
+          "withholds from a trace's files (setuid/setgid/sticky bits, owners)\n",
           r.as_prepared);
     }
+  }
+  if (r.withheld) {
+    fmt::print(
+        "withheld:   setuid/setgid bits left out of {} replayed calls (chmod, fchmod, "
+        "creating opens) that asked for them\n",
+        r.withheld);
   }
   if (streamed) {
     fmt::print("streamed:   {} of {} calls could run while the trace loaded{}\n", gate.early(),

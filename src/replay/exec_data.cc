@@ -304,7 +304,8 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
                                    static_cast<off_t>(a[3])));
       break;
     case sysno::fchmod:
-      out->ret = Errno(::fchmod(fd, static_cast<mode_t>(a[1])));
+      out->ret = Errno(::fchmod(fd, static_cast<mode_t>(Withhold(a[1], out))));
+      if (out->ret == 0 && out->withheld) Withheld(fd, a[1]);
       break;
     case sysno::fchown:
       out->ret = Errno(::fchown(fd, static_cast<uid_t>(a[1]), static_cast<gid_t>(a[2])));

@@ -164,8 +164,10 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
                    ? target(-1, 0, false, false)
                    : target(0, 1, flags & AT_SYMLINK_NOFOLLOW, flags & AT_EMPTY_PATH);
       if (emulate) return false;
-      uint64_t mode = nr == sysno::chmod ? a[1] : a[2];
+      uint64_t asked = nr == sysno::chmod ? a[1] : a[2];
+      uint64_t mode = Withhold(asked, out);
       out->ret = fd < 0 ? fd : Errno(::syscall(sysno::fchmodat2, fd, "", mode, AT_EMPTY_PATH));
+      if (out->ret == 0 && out->withheld) Withheld(fd, asked);
       return true;
     }
     case sysno::chown:

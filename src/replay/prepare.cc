@@ -868,7 +868,6 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher*
     }
     FAY_RETURN_IF_ERROR(Make(cx, *path, *n, early));
   }
-  if (diffs) diffs->Ready();
   // What was written here must not be written back to disk while the replay runs and is timed.
   if (st.bytes > 0) {
     int fd = sandbox.OpenAt("/", O_RDONLY | O_DIRECTORY, 0);  // syncfs refuses O_PATH fds

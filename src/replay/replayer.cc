@@ -113,6 +113,7 @@ Input FromSchedule(const Schedule& s) {
 
 struct WorkerTally {
   uint64_t replayed = 0, emulated = 0, verified = 0, mismatches = 0, as_prepared = 0;
+  uint64_t withheld = 0;
   std::vector<Mismatch> listed;
   std::map<int, uint64_t> emulated_by_nr;
   std::map<int, uint64_t> mismatch_by_nr;
@@ -227,6 +228,7 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, Blob
     ++tally->emulated_by_nr[c.ev.nr];
   } else {
     ++tally->replayed;
+    if (out.withheld) ++tally->withheld;
     if (o_.verify) {
       bool ret_ok;
       bool rec_failed = c.ev.ret < 0 && c.ev.ret >= -4095;
@@ -432,6 +434,7 @@ ReplayReport Run::Go() {
     r.emulated += t.emulated;
     r.verified += t.verified;
     r.as_prepared += t.as_prepared;
+    r.withheld += t.withheld;
     r.mismatches += t.mismatches;
     for (auto& m : t.listed) r.listed.push_back(std::move(m));
     for (auto [nr, c] : t.emulated_by_nr) r.emulated_by_nr[nr] += c;

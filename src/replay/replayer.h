@@ -33,7 +33,7 @@ struct ReplayOptions {
   size_t max_listed = 50;  // mismatches listed in full
   // Files --prepare made other than recorded (set-id bits stripped, owners not given): their
   // stat results verify without those differences, counted in ReplayReport::as_prepared.
-  const PreparedDiffs* prepared = nullptr;
+  PreparedDiffs* prepared = nullptr;
 };
 
 struct Mismatch {
@@ -51,6 +51,7 @@ struct ReplayReport {
   uint64_t emulated = 0;
   uint64_t verified = 0;     // replayed calls whose result (and data) matched
   uint64_t as_prepared = 0;  // of them, stat results that differ only as --prepare made them
+  uint64_t withheld = 0;     // replayed calls whose setuid/setgid bits were left out
   uint64_t mismatches = 0;
   std::vector<Mismatch> listed;            // the first max_listed, in trace order
   std::map<int, uint64_t> emulated_by_nr;  // syscall number -> calls

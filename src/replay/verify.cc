@@ -89,10 +89,23 @@ struct FieldDiffs {
 
 }  // namespace
 
-const PreparedDiffs::Diff* PreparedDiffs::Find(uint64_t dev, uint64_t ino) const {
-  if (!ready_.load(std::memory_order_acquire)) return nullptr;
+void PreparedDiffs::Add(uint64_t dev, uint64_t ino, Diff d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Diff& have = diffs_[{dev, ino}];
+  have.mode_bits |= d.mode_bits;
+  have.owner = have.owner || d.owner;
+}
+
+std::optional<PreparedDiffs::Diff> PreparedDiffs::Find(uint64_t dev, uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = diffs_.find({dev, ino});
-  return it == diffs_.end() ? nullptr : &it->second;
+  if (it == diffs_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t PreparedDiffs::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return diffs_.size();
 }
 
 namespace {
@@ -129,8 +142,8 @@ std::string CompareFields(const StatFields& want, const StatFields& live, const 
                           bool* as_prepared) {
   std::string s = Compare(want, live, p, nullptr);
   if (s.empty() || !prepared) return s;
-  const PreparedDiffs::Diff* d = prepared->Find(dev, ino);
-  if (!d || !Compare(want, live, p, d).empty()) return s;
+  std::optional<PreparedDiffs::Diff> d = prepared->Find(dev, ino);
+  if (!d || !Compare(want, live, p, &*d).empty()) return s;
   if (as_prepared) *as_prepared = true;
   return {};
 }

@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -28,24 +30,25 @@
 
 namespace fay::replay {
 
-// The files --prepare made other than the trace says they were (see prepare.h), by device and
-// inode: a stat of one of them that differs from its recording only by the bits stripped, or
-// by the owner not given, is what --prepare was asked to do, not a mismatch. Only those files:
-// the same difference on a file the replay made is a mismatch. Filled by Preparer::Apply while
-// nothing reads it; Find answers nothing until Ready().
+// The files fay made other than the trace says they were, by device and inode: those --prepare
+// made (see prepare.h), and those whose set-id bits a replayed chmod, fchmod or creating open
+// asked for and did not get. A stat of one of them that differs from its recording only by the
+// bits withheld, or by the owner not given, is what fay chose, not a mismatch. Only those
+// files: the same difference on any other file is a mismatch. Added to by Preparer::Apply and
+// by the replay's workers while others look up.
 class PreparedDiffs {
  public:
   struct Diff {
     uint32_t mode_bits = 0;  // S_ISUID, S_ISGID, S_ISVTX bits recorded and not given
     bool owner = false;      // uid/gid not the recorded ones
   };
-  void Add(uint64_t dev, uint64_t ino, Diff d) { diffs_[{dev, ino}] = d; }
-  void Ready() { ready_.store(true, std::memory_order_release); }
-  const Diff* Find(uint64_t dev, uint64_t ino) const;
-  size_t size() const { return diffs_.size(); }
+  void Add(uint64_t dev, uint64_t ino, Diff d);
+  // A copy: another thread may add to the same file meanwhile.
+  std::optional<Diff> Find(uint64_t dev, uint64_t ino) const;
+  size_t size() const;
 
  private:
-  std::atomic<bool> ready_{false};
+  mutable std::mutex mu_;
   std::map<std::pair<uint64_t, uint64_t>, Diff> diffs_;
 };
 
