@@ -317,8 +317,11 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       const CapturedBuffer* value = FindBuffer(ev, 2, 0, BufferDir::kIn);
       if (!name || name->not_captured || name->View().empty()) return false;
       if (a[3] > 0 && (!value || value->not_captured || value->View().size() < a[3])) return false;
-      out->ret = Errno(::fsetxattr(fd, CapturedString(name).c_str(),
-                                   a[3] > 0 ? value->View().data() : nullptr,
+      // Not security.* or trusted.*: security.capability would give a file of the trace's own
+      // content capabilities (cap_setuid), as a setuid bit would. Emulated.
+      std::string xname = CapturedString(name);
+      if (xname.rfind("security.", 0) == 0 || xname.rfind("trusted.", 0) == 0) return false;
+      out->ret = Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
                                    static_cast<size_t>(a[3]), static_cast<int>(a[4])));
       break;
     }
