@@ -1,6 +1,7 @@
 // fay replay FILE --root DIR [--prepare] [--verify] [--timing asap|original|xN]
 //                 [--threads auto|N] [--progress] [--max-mismatches N]
-//                 [--lazy-data auto|on|off] [--stream auto|off]
+//                 [--lazy-data auto|on|off] [--stream auto|off] [--keep-owners]
+//                 [--allow-nonempty-root]
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "cli/commands.h"
 #include "replay/prepare.h"
 #include "replay/replayer.h"
+#include "replay/root_guard.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "schema/syscall_table.h"
@@ -36,6 +39,8 @@ struct ReplayCli {
   size_t max_mismatches = 50;
   std::string lazy_data = "auto";
   std::string stream = "auto";
+  bool keep_owners = false;
+  bool allow_nonempty_root = false;
 };
 
 std::string Label(int nr) {
@@ -102,6 +107,29 @@ int Run(const ReplayCli& c) {
     fmt::print(stderr, "fay replay: {}\n", sandbox.status().message());
     return 1;
   }
+  auto verdict = replay::CheckRoot(*sandbox, c.root, c.allow_nonempty_root);
+  if (!verdict.ok()) {
+    fmt::print(stderr, "fay replay: {}\n", verdict.status().message());
+    return 1;
+  }
+  // The mark that lets a later replay into this root through, written just before the first
+  // thing is made in it (a trace that does not load leaves the root as it was).
+  std::once_flag marked;
+  auto mark = [&] {
+    if (!verdict->mark) return;
+    std::call_once(marked, [&] {
+      if (Status st = replay::MarkRoot(*sandbox); !st.ok()) {
+        fmt::print(stderr,
+                   "fay replay: note: --root {}: {}; a later replay into it will need "
+                   "--allow-nonempty-root\n",
+                   c.root, st.message());
+      }
+    });
+  };
+  // What fay made other than recorded, for --verify: filled by Apply (--prepare), and by the
+  // replay where it withholds set-id bits from a chmod or a creating open.
+  replay::PreparedDiffs prepared_diffs;
+  opt.prepared = &prepared_diffs;
   auto t0 = std::chrono::steady_clock::now();
   // --prepare walks the calls while they load, where the trace allows it (see CallStream). A
   // one-thread trace also starts replaying then: the walk lets through the calls that need
@@ -115,6 +143,7 @@ int Run(const ReplayCli& c) {
   std::function<void(replay::CallStream&)> walk;
   if (c.prepare || stream) {
     walk = [&](replay::CallStream& calls) {
+      if (calls.streaming()) mark();  // the replay, and --prepare's directories, start now
       if (stream && calls.streaming() && !streamer.joinable()) {
         streamer = std::thread([&, trace = replay::StreamedTrace::Of(calls)] {
           streamed = replay::ReplayStreaming(trace, gate, *sandbox, opt);
@@ -154,18 +183,50 @@ int Run(const ReplayCli& c) {
     return 1;
   }
   auto t1 = std::chrono::steady_clock::now();
+  mark();
   if (c.prepare) {
-    auto st = preparer.Apply(*sandbox, *schedule);
+    replay::PrepareOptions popt;
+    popt.keep_owners = c.keep_owners;
+    auto st = preparer.Apply(*sandbox, *schedule, popt, &prepared_diffs);
     if (!st.ok()) {
       stop();
       fmt::print(stderr, "fay replay: {}\n", st.status().message());
       return 1;
     }
+    // What was not made as the trace says: a trace from someone else gets no set-id bits,
+    // device nodes or owners (unless --keep-owners).
+    std::vector<std::string> notes;
+    auto plural = [](uint64_t n, const char* one, const char* many) {
+      return fmt::format("{} {}", n, n == 1 ? one : many);
+    };
+    if (st->existing) notes.push_back(fmt::format("{} already there", st->existing));
+    if (st->setid_stripped) {
+      notes.push_back(plural(st->setid_stripped, "file's setuid/setgid/sticky bits stripped",
+                             "files' setuid/setgid/sticky bits stripped"));
+    }
+    if (st->devices_skipped) {
+      notes.push_back(
+          plural(st->devices_skipped, "device node not created", "device nodes not created"));
+    }
+    if (st->owners_not_kept) {
+      notes.push_back(fmt::format(
+          "ownership not kept: {}{}",
+          plural(st->owners_not_kept, "file not owned as recorded", "files not owned as recorded"),
+          c.keep_owners ? "" : " (--keep-owners)"));
+    }
+    std::string joined;
+    for (const std::string& n : notes) joined += (joined.empty() ? "" : ", ") + n;
     fmt::print(
         "prepared:   {} directories, {} files ({} bytes of recorded content), {} symlinks"
         " in {}{}\n",
         st->dirs, st->files, st->bytes, st->symlinks, c.root,
-        st->existing ? fmt::format(" ({} already there)", st->existing) : "");
+        joined.empty() ? "" : " (" + joined + ")");
+    if (st->chown_refused) {
+      fmt::print(stderr,
+                 "fay replay: --keep-owners: {}; carrying on without the recorded owners "
+                 "({} refused)\n",
+                 st->chown_error, plural(st->chown_refused, "chown", "chowns"));
+    }
   }
   auto t2 = std::chrono::steady_clock::now();
   Expected<replay::ReplayReport> report = Error(Code::kInternal, "no replay ran");
@@ -212,6 +273,18 @@ int Run(const ReplayCli& c) {
                r.replayed ? 100.0 * r.verified / r.replayed : 100.0);
     fmt::print("mismatches: {}{}\n", r.mismatches,
                r.mismatches ? " (" + CountList(r.mismatch_by_nr) + ")" : "");
+    if (r.as_prepared) {
+      fmt::print(
+          "as withheld: {} verified stat results differ from the recording only by what fay "
+          "withholds from a trace's files (setuid/setgid/sticky bits, owners)\n",
+          r.as_prepared);
+    }
+  }
+  if (r.withheld) {
+    fmt::print(
+        "withheld:   setuid/setgid bits left out of {} replayed calls (chmod, fchmod, "
+        "creating opens) that asked for them\n",
+        r.withheld);
   }
   if (streamed) {
     fmt::print("streamed:   {} of {} calls could run while the trace loaded{}\n", gate.early(),
@@ -229,6 +302,16 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
+  if (!schedule->truncation.empty()) {
+    // The program went on past where the trace stops: this is not its whole run.
+    fmt::print("truncated:  the trace is {}: only the calls before it were replayed\n",
+               schedule->truncation);
+    fmt::print(stderr,
+               "fay replay: {} is {}; the replay covers only the calls before it, not the whole "
+               "recording\n",
+               c.path, schedule->truncation);
+    code = 1;
+  }
   // The schedule holds every buffer of the trace, in as many allocations; handing them back one
   // by one takes longer than a small replay. The kernel takes them all at once.
   std::fflush(stdout);
@@ -243,8 +326,16 @@ Runner RegisterReplay(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "replay", "replay a .fay trace's file calls inside a directory, optionally verifying them");
   cmd->add_option("file", c->path, "the trace")->required();
-  cmd->add_option("--root", c->root, "directory every path is resolved inside (must exist)")
+  cmd->add_option("--root", c->root,
+                  "directory every path is resolved inside: an empty one, or one fay replay "
+                  "used before (never / or a system or home directory)")
       ->required();
+  cmd->add_flag("--allow-nonempty-root", c->allow_nonempty_root,
+                "accept a --root that is not empty and was not made by fay replay: the trace's "
+                "creates, unlinks, renames and truncations may change or delete what is in it");
+  cmd->add_flag("--keep-owners", c->keep_owners,
+                "--prepare gives files their recorded owner and group (by default they belong to "
+                "whoever replays; setuid/setgid bits are stripped either way)");
   cmd->add_flag("--prepare", c->prepare,
                 "first create in --root the files and directories the trace found existing");
   cmd->add_flag("--verify", c->verify,

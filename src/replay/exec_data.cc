@@ -304,7 +304,8 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
                                    static_cast<off_t>(a[3])));
       break;
     case sysno::fchmod:
-      out->ret = Errno(::fchmod(fd, static_cast<mode_t>(a[1])));
+      out->ret = Errno(::fchmod(fd, static_cast<mode_t>(Withhold(a[1], out))));
+      if (out->ret == 0 && out->withheld) Withheld(fd, a[1]);
       break;
     case sysno::fchown:
       out->ret = Errno(::fchown(fd, static_cast<uid_t>(a[1]), static_cast<gid_t>(a[2])));
@@ -316,8 +317,11 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       const CapturedBuffer* value = FindBuffer(ev, 2, 0, BufferDir::kIn);
       if (!name || name->not_captured || name->View().empty()) return false;
       if (a[3] > 0 && (!value || value->not_captured || value->View().size() < a[3])) return false;
-      out->ret = Errno(::fsetxattr(fd, CapturedString(name).c_str(),
-                                   a[3] > 0 ? value->View().data() : nullptr,
+      // Not security.* or trusted.*: security.capability would give a file of the trace's own
+      // content capabilities (cap_setuid), as a setuid bit would. Emulated.
+      std::string xname = CapturedString(name);
+      if (xname.rfind("security.", 0) == 0 || xname.rfind("trusted.", 0) == 0) return false;
+      out->ret = Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
                                    static_cast<size_t>(a[3]), static_cast<int>(a[4])));
       break;
     }
@@ -371,7 +375,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       out->ret = Errno(::fstat(fd, &st));
       if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
         if (const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut)) {
-          out->data_mismatch = CompareStat(*b, st);
+          out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
         }
       }
       return true;
@@ -401,7 +405,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = Errno(::statx(fd, "", AT_EMPTY_PATH | sync, static_cast<unsigned>(a[3]), &stx));
     if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
       if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-        out->data_mismatch = CompareStatx(*b, stx);
+        out->data_mismatch = CompareStatx(*b, stx, options_.prepared, &out->as_prepared);
       }
     }
     return true;
@@ -410,7 +414,7 @@ bool Executor::Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   out->ret = Errno(::fstat(fd, &st));
   if (options_.verify && out->ret == 0 && !Failed(ev.ret)) {
     if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-      out->data_mismatch = CompareStat(*b, st);
+      out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
     }
   }
   return true;

@@ -164,8 +164,10 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
                    ? target(-1, 0, false, false)
                    : target(0, 1, flags & AT_SYMLINK_NOFOLLOW, flags & AT_EMPTY_PATH);
       if (emulate) return false;
-      uint64_t mode = nr == sysno::chmod ? a[1] : a[2];
+      uint64_t asked = nr == sysno::chmod ? a[1] : a[2];
+      uint64_t mode = Withhold(asked, out);
       out->ret = fd < 0 ? fd : Errno(::syscall(sysno::fchmodat2, fd, "", mode, AT_EMPTY_PATH));
+      if (out->ret == 0 && out->withheld) Withheld(fd, asked);
       return true;
     }
     case sysno::chown:
@@ -312,7 +314,7 @@ bool Executor::FastStat(const std::string& path, bool nofollow, bool is_statx,
     out->ret = r;
     if (options_.verify && r == 0 && !Failed(ev.ret)) {
       if (const CapturedBuffer* b = FindBuffer(ev, 4, 0, BufferDir::kOut)) {
-        out->data_mismatch = CompareStatx(*b, stx);
+        out->data_mismatch = CompareStatx(*b, stx, options_.prepared, &out->as_prepared);
       }
     }
     return true;
@@ -324,7 +326,7 @@ bool Executor::FastStat(const std::string& path, bool nofollow, bool is_statx,
   int buf_arg = ev.nr == sysno::newfstatat ? 2 : 1;
   if (options_.verify && r == 0 && !Failed(ev.ret)) {
     if (const CapturedBuffer* b = FindBuffer(ev, buf_arg, 0, BufferDir::kOut)) {
-      out->data_mismatch = CompareStat(*b, st);
+      out->data_mismatch = CompareStat(*b, st, options_.prepared, &out->as_prepared);
     }
   }
   return true;

@@ -6,6 +6,7 @@
 #include <linux/close_range.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -327,6 +328,8 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   } else {
     mode = 0;
   }
+  uint64_t asked = mode;
+  mode = Withhold(mode, out);
   int fd;
   bool fallback = true;
   if (ev.nr != sysno::openat2) fd = FastOpen(path, flags, mode & 07777, &fallback);
@@ -342,6 +345,7 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     proc.Erase(recorded);
     return true;
   }
+  if (out->withheld) Withheld(fd, asked);
   auto live = std::make_shared<LiveFd>();
   live->fd.reset(fd);
   live->path = std::move(path);
@@ -532,6 +536,21 @@ void Executor::Emulate(const SyscallEvent& ev, ProcessState& proc) {
     if (fd >= 0) ::close(fd);
     proc.set_cwd(canon.empty() ? NormalizePath(path) : canon);
   }
+}
+
+uint64_t Executor::Withhold(uint64_t mode, Outcome* out) {
+  constexpr uint64_t kSetId = S_ISUID | S_ISGID;
+  if (mode & kSetId) out->withheld = true;
+  return mode & ~kSetId;
+}
+
+void Executor::Withheld(int fd, uint64_t asked) const {
+  struct stat st;
+  if (!options_.prepared || ::fstat(fd, &st) != 0) return;
+  // The bits the file lacks now. (A creating open of a file already there changed no mode; an
+  // entry for it only excuses bits a stat recorded after that open would not show anyway.)
+  uint32_t missing = static_cast<uint32_t>(asked) & (S_ISUID | S_ISGID) & ~st.st_mode;
+  if (missing) options_.prepared->Add(st.st_dev, st.st_ino, {missing, false});
 }
 
 }  // namespace fay::replay

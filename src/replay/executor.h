@@ -12,6 +12,7 @@
 
 #include "replay/fd_table.h"
 #include "replay/sandbox.h"
+#include "replay/verify.h"
 #include "schema/syscall_event.h"
 
 namespace fay::replay {
@@ -27,6 +28,8 @@ struct Outcome {
   int64_t ret = 0;        // live result (0..., or -errno)
   RetCompare compare = RetCompare::kExact;
   std::string data_mismatch;  // non-empty: returned data differed (what and where)
+  bool as_prepared = false;   // a stat result differed only as --prepare made the file
+  bool withheld = false;      // the setuid/setgid bits the call asked for were left out
 };
 
 // The calls fay replay executes for real (given live fds and resolvable paths).
@@ -41,6 +44,9 @@ class ProcessDirectory {
 
 struct ExecutorOptions {
   bool verify = false;  // compare returned data (reads, stat, getdents, readlink)
+  // What --prepare did not restore as recorded; the replay adds the files whose set-id bits it
+  // withheld.
+  PreparedDiffs* prepared = nullptr;
 };
 
 class Executor {
@@ -83,6 +89,11 @@ class Executor {
   int ProcFdPath(const SyscallEvent& ev, ProcessState& proc, const std::string& path,
                  UniqueFd* holder) const;
   uint8_t* Scratch(size_t n);
+  // A trace from someone else gets no setuid/setgid file: the mode a chmod or a creating open
+  // asks for, without those bits (out->withheld says it had them).
+  static uint64_t Withhold(uint64_t mode, Outcome* out);
+  // After such a call succeeded on fd: --verify expects the bits missing there.
+  void Withheld(int fd, uint64_t asked) const;
 
   // The fast paths: a path without a trailing slash is resolved as (cached parent fd, name) and
   // the last component looked at without following it; only when it is a symlink that must be

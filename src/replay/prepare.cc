@@ -660,9 +660,63 @@ void Simulator::Call(const SyscallEvent& ev) {
   }
 }
 
+// What Make was asked for, and what it tells --verify.
+struct MakeContext {
+  const Sandbox& sb;
+  BlobFetcher* fetcher;
+  const PrepareOptions& options;
+  PreparedDiffs* diffs;
+  PrepareStats* st;
+};
+
+// The bits a trace from someone else does not get: set-user-ID and set-group-ID everywhere,
+// and the sticky bit of anything but a directory (where it is /tmp's, and harmless).
+uint32_t StrippedBits(const Node& n) {
+  return S_ISUID | S_ISGID | (n.kind == Kind::kDir ? 0 : S_ISVTX);
+}
+
+// After `name` was made (or found already there): the owner if asked for (a refusal, when not
+// root, is counted and carried on from), then what it holds that the recording does not, for
+// --verify and the summary.
+Status Finish(const MakeContext& cx, int dir, const char* name, const std::string& path,
+              const Node& n, uint32_t perm, bool made) {
+  bool symlink = n.kind == Kind::kSymlink;
+  if (made && n.have_stat && cx.options.keep_owners &&
+      ::fchownat(dir, name, n.uid, n.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    // Not root (EPERM), or an owner a user namespace does not map (EINVAL): carry on.
+    int e = errno;
+    if (e != EPERM && e != EINVAL) return ErrnoError("--prepare: chown " + path, e);
+    if (cx.st->chown_refused++ == 0) {
+      cx.st->chown_error = fmt::format("chown {} to {}:{}: {}", path, n.uid, n.gid, strerror(e));
+    }
+  }
+  // The mode after the owner: chown clears set-id bits.
+  if (made && !symlink && ::fchmodat(dir, name, perm, 0) != 0) {
+    return ErrnoError("--prepare: chmod " + path);
+  }
+  if (!n.have_stat) return Status::Ok();
+  struct stat live;
+  if (::fstatat(dir, name, &live, AT_SYMLINK_NOFOLLOW) != 0) return Status::Ok();
+  PreparedDiffs::Diff d;
+  d.mode_bits = n.mode & StrippedBits(n) & ~live.st_mode;
+  d.owner = live.st_uid != n.uid || live.st_gid != n.gid;
+  if (made) {
+    if (d.mode_bits) ++cx.st->setid_stripped;
+    if (d.owner) ++cx.st->owners_not_kept;
+  } else {
+    // Already there (a tree prepared before): the same differences are an earlier --prepare's
+    // when the rest of the mode is as recorded.
+    if (cx.options.keep_owners) d.owner = false;
+    if (((live.st_mode ^ n.mode) & 07777 & ~d.mode_bits) != 0) return Status::Ok();
+  }
+  if ((d.mode_bits || d.owner) && cx.diffs) cx.diffs->Add(live.st_dev, live.st_ino, d);
+  return Status::Ok();
+}
+
 // Creates one entry (parents first: the map is ordered so "/a" precedes "/a/b").
-Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetcher* fetcher,
-            PrepareStats* st, bool made_early) {
+Status Make(const MakeContext& cx, const std::string& path, const Node& n, bool made_early) {
+  const Sandbox& sb = cx.sb;
+  PrepareStats* st = cx.st;
   ParentAndName pn;
   int r = sb.Parent(path, &pn);
   if (r < 0) return ErrnoError("--prepare: " + path + ": parent directory", -r);
@@ -670,6 +724,11 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
   const char* name = pn.name.c_str();
   uint32_t perm = n.have_stat ? (n.mode & 07777) : (n.kind == Kind::kDir ? 0755 : 0644);
   if (!n.have_stat && n.executable) perm |= 0111;
+  perm &= ~StrippedBits(n);
+  if (n.have_stat && (S_ISCHR(n.mode) || S_ISBLK(n.mode))) {
+    ++st->devices_skipped;  // never: a device node is access to the hardware
+    return Status::Ok();
+  }
   switch (n.kind) {
     case Kind::kDir:
       if (made_early) {
@@ -679,7 +738,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
       if (::mkdirat(dir, name, 0700) != 0) {
         if (errno != EEXIST) return ErrnoError("--prepare: mkdir " + path);
         ++st->existing;
-        return Status::Ok();
+        return Finish(cx, dir, name, path, n, perm, false);
       }
       ++st->dirs;
       break;
@@ -688,21 +747,20 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
       if (::symlinkat(target.c_str(), dir, name) != 0) {
         if (errno != EEXIST) return ErrnoError("--prepare: symlink " + path);
         ++st->existing;
-        return Status::Ok();
+        return Finish(cx, dir, name, path, n, perm, false);
       }
       ++st->symlinks;
-      if (n.have_stat) ::fchownat(dir, name, n.uid, n.gid, AT_SYMLINK_NOFOLLOW);
-      return Status::Ok();
+      break;
     }
     default: {
       int fd = ::openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
       if (fd < 0) {
         if (errno != EEXIST) return ErrnoError("--prepare: create " + path);
         ++st->existing;
-        return Status::Ok();
+        return Finish(cx, dir, name, path, n, perm, false);
       }
       UniqueFd f(fd);
-      if (Status w = WriteContent(fd, n.content, fetcher, &st->bytes); !w.ok())
+      if (Status w = WriteContent(fd, n.content, cx.fetcher, &st->bytes); !w.ok())
         return Status(w.code(), "--prepare: write " + path + ": " + w.message());
       uint64_t size = n.have_stat ? n.size : n.data_end;
       if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
@@ -729,12 +787,7 @@ Status Make(const Sandbox& sb, const std::string& path, const Node& n, BlobFetch
       break;
     }
   }
-  // The owner, then the mode (chown clears set-id bits).
-  if (n.have_stat && ::fchownat(dir, name, n.uid, n.gid, AT_SYMLINK_NOFOLLOW) != 0) {
-    return ErrnoError("--prepare: chown " + path);
-  }
-  if (::fchmodat(dir, name, perm, 0) != 0) return ErrnoError("--prepare: chmod " + path);
-  return Status::Ok();
+  return Finish(cx, dir, name, path, n, perm, true);
 }
 
 // What the trace learned by following a symlink (a stat, a read through an fd it opened, an
@@ -789,8 +842,10 @@ void FollowSymlinks(std::unordered_map<std::string, Node>& nodes) {
 }
 
 Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher* fetcher,
-                            const std::unordered_set<std::string>& made_early) {
+                            const std::unordered_set<std::string>& made_early,
+                            const PrepareOptions& options, PreparedDiffs* diffs) {
   PrepareStats st;
+  MakeContext cx{sandbox, fetcher, options, diffs, &st};
   FollowSymlinks(sim.nodes());
   std::vector<std::pair<const std::string*, Node*>> pre;
   for (auto& [path, n] : sim.nodes()) {
@@ -811,7 +866,7 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher*
                        "and the rest of the trace shows it was not one; replay again with "
                        "--stream off");
     }
-    FAY_RETURN_IF_ERROR(Make(sandbox, *path, *n, fetcher, &st, early));
+    FAY_RETURN_IF_ERROR(Make(cx, *path, *n, early));
   }
   // What was written here must not be written back to disk while the replay runs and is timed.
   if (st.bytes > 0) {
@@ -907,21 +962,24 @@ void Preparer::Walk(CallStream& calls) {
   }
 }
 
-Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox, const Schedule& schedule) {
+Expected<PrepareStats> Preparer::Apply(const Sandbox& sandbox, const Schedule& schedule,
+                                       const PrepareOptions& options, PreparedDiffs* diffs) {
   if (!impl_->sim) return Error(Code::kInternal, "--prepare: nothing was walked");
   std::optional<BlobFetcher> fetcher;
   if (schedule.lazy) {
     FAY_ASSIGN_OR_RETURN(BlobFetcher f, BlobFetcher::Open(schedule.path));
     fetcher.emplace(std::move(f));
   }
-  return Make(*impl_->sim, sandbox, fetcher ? &*fetcher : nullptr, impl_->made_early);
+  return Make(*impl_->sim, sandbox, fetcher ? &*fetcher : nullptr, impl_->made_early, options,
+              diffs);
 }
 
-Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox) {
+Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox,
+                               const PrepareOptions& options, PreparedDiffs* diffs) {
   Preparer p;
   CallStream calls(schedule);
   p.Walk(calls);
-  return p.Apply(sandbox, schedule);
+  return p.Apply(sandbox, schedule, options, diffs);
 }
 
 }  // namespace fay::replay

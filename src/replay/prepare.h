@@ -16,6 +16,13 @@
 // missing links under /.fay-prepare-links in the root, so its link count verifies. The root's
 // file system is synced afterwards, so write-back of the prepared files does not compete with
 // the replay that follows.
+//
+// A trace may come from someone else, so what it says is not all restored: set-user-ID and
+// set-group-ID bits are stripped (and the sticky bit of anything but a directory), the recorded
+// owners are given only with PrepareOptions::keep_owners (an unprivileged replayer that may not
+// give them carries on without), and a character or block device is never made. A FIFO or
+// socket the trace found is made a regular file, as it always was. PreparedDiffs (verify.h)
+// remembers each file made so, for --verify.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +31,7 @@
 #include "common/status.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
+#include "replay/verify.h"
 
 namespace fay::replay {
 
@@ -31,12 +39,23 @@ struct PrepareStats {
   uint64_t dirs = 0;
   uint64_t files = 0;
   uint64_t symlinks = 0;
-  uint64_t bytes = 0;        // content bytes written (known from reads)
-  uint64_t existing = 0;     // already present in the root, left as they were
-  uint64_t extra_links = 0;  // hard links made under /.fay-prepare-links for st_nlink
+  uint64_t bytes = 0;            // content bytes written (known from reads)
+  uint64_t existing = 0;         // already present in the root, left as they were
+  uint64_t extra_links = 0;      // hard links made under /.fay-prepare-links for st_nlink
+  uint64_t setid_stripped = 0;   // made without the set-id (or sticky) bits recorded
+  uint64_t devices_skipped = 0;  // character and block devices not made
+  uint64_t owners_not_kept = 0;  // made with an owner other than the recorded one
+  // keep_owners, and the chown was refused (not root): the first error, and how many.
+  uint64_t chown_refused = 0;
+  std::string chown_error;
 };
 
-Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox);
+struct PrepareOptions {
+  bool keep_owners = false;  // give files their recorded owner and group (chown)
+};
+
+Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox,
+                               const PrepareOptions& options = {}, PreparedDiffs* diffs = nullptr);
 
 // The same in two steps, so the walk can run while the trace loads (see CallStream).
 class Preparer {
@@ -50,8 +69,10 @@ class Preparer {
   // Simulates the calls in recorded start order; called again, starts from scratch.
   void Walk(CallStream& calls);
   // Creates in the root what the walk found pre-existing (the schedule walked: a lazy one's
-  // file contents are fetched from its trace).
-  Expected<PrepareStats> Apply(const Sandbox& sandbox, const Schedule& schedule);
+  // file contents are fetched from its trace). What was not restored as recorded goes into
+  // *diffs (if given), which is then Ready().
+  Expected<PrepareStats> Apply(const Sandbox& sandbox, const Schedule& schedule,
+                               const PrepareOptions& options = {}, PreparedDiffs* diffs = nullptr);
 
  private:
   struct Impl;

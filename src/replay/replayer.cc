@@ -112,7 +112,8 @@ Input FromSchedule(const Schedule& s) {
 }
 
 struct WorkerTally {
-  uint64_t replayed = 0, emulated = 0, verified = 0, mismatches = 0;
+  uint64_t replayed = 0, emulated = 0, verified = 0, mismatches = 0, as_prepared = 0;
+  uint64_t withheld = 0;
   std::vector<Mismatch> listed;
   std::map<int, uint64_t> emulated_by_nr;
   std::map<int, uint64_t> mismatch_by_nr;
@@ -227,6 +228,7 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, Blob
     ++tally->emulated_by_nr[c.ev.nr];
   } else {
     ++tally->replayed;
+    if (out.withheld) ++tally->withheld;
     if (o_.verify) {
       bool ret_ok;
       bool rec_failed = c.ev.ret < 0 && c.ev.ret >= -4095;
@@ -237,6 +239,7 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, Blob
       }
       if (ret_ok && out.data_mismatch.empty()) {
         ++tally->verified;
+        if (out.as_prepared) ++tally->as_prepared;
       } else {
         ++tally->mismatches;
         ++tally->mismatch_by_nr[c.ev.nr];
@@ -264,7 +267,7 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, Blob
 }
 
 void Run::Worker(std::vector<uint32_t> owned, WorkerTally* tally) {
-  Executor ex(sb_, procs_, ExecutorOptions{o_.verify});
+  Executor ex(sb_, procs_, ExecutorOptions{o_.verify, o_.prepared});
   std::optional<BlobFetcher> fetcher;
   if (s_.lazy) {
     auto f = BlobFetcher::Open(s_.path);
@@ -430,6 +433,8 @@ ReplayReport Run::Go() {
     r.replayed += t.replayed;
     r.emulated += t.emulated;
     r.verified += t.verified;
+    r.as_prepared += t.as_prepared;
+    r.withheld += t.withheld;
     r.mismatches += t.mismatches;
     for (auto& m : t.listed) r.listed.push_back(std::move(m));
     for (auto [nr, c] : t.emulated_by_nr) r.emulated_by_nr[nr] += c;

@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
+#include "replay/verify.h"
 
 namespace fay::replay {
 
@@ -30,6 +31,9 @@ struct ReplayOptions {
   unsigned threads = 0;  // 0: one worker per recorded thread
   bool progress = false;
   size_t max_listed = 50;  // mismatches listed in full
+  // Files --prepare made other than recorded (set-id bits stripped, owners not given): their
+  // stat results verify without those differences, counted in ReplayReport::as_prepared.
+  PreparedDiffs* prepared = nullptr;
 };
 
 struct Mismatch {
@@ -45,7 +49,9 @@ struct ReplayReport {
   uint64_t calls = 0;
   uint64_t replayed = 0;
   uint64_t emulated = 0;
-  uint64_t verified = 0;  // replayed calls whose result (and data) matched
+  uint64_t verified = 0;     // replayed calls whose result (and data) matched
+  uint64_t as_prepared = 0;  // of them, stat results that differ only as --prepare made them
+  uint64_t withheld = 0;     // replayed calls whose setuid/setgid bits were left out
   uint64_t mismatches = 0;
   std::vector<Mismatch> listed;            // the first max_listed, in trace order
   std::map<int, uint64_t> emulated_by_nr;  // syscall number -> calls

@@ -46,6 +46,9 @@ struct ThreadCalls {
 struct Schedule {
   RecordingInfo info;
   std::string path;  // the trace it came from
+  // The recording did not finish (no footer; the reader's TruncationMessage): the calls are
+  // those before where it stops, and the replay is not the whole program's. Empty otherwise.
+  std::string truncation;
   // The data of reads and writes was left in the trace (CapturedBuffer::stored): it is fetched
   // per call with a BlobFetcher, so a gigabyte trace replays without a gigabyte of memory.
   bool lazy = false;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fmt/core.h>
+#include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <cstring>
@@ -88,38 +89,109 @@ struct FieldDiffs {
 
 }  // namespace
 
-std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live) {
-  if (recorded.not_captured || recorded.View().size() < sizeof(struct stat)) return {};
-  struct stat want;
-  std::memcpy(&want, recorded.View().data(), sizeof(want));
+void PreparedDiffs::Add(uint64_t dev, uint64_t ino, Diff d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Diff& have = diffs_[{dev, ino}];
+  have.mode_bits |= d.mode_bits;
+  have.owner = have.owner || d.owner;
+}
+
+std::optional<PreparedDiffs::Diff> PreparedDiffs::Find(uint64_t dev, uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = diffs_.find({dev, ino});
+  if (it == diffs_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t PreparedDiffs::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return diffs_.size();
+}
+
+namespace {
+
+// The stable fields of a stat result, from struct stat or struct statx.
+struct StatFields {
+  uint32_t mode = 0;
+  uint64_t nlink = 0, uid = 0, gid = 0, size = 0;
+  bool nlink_ok = true, uid_ok = true, gid_ok = true, size_ok = true, mode_ok = true;
+};
+
+std::string Compare(const StatFields& want, const StatFields& live, const char* p,
+                    const PreparedDiffs::Diff* allow) {
   FieldDiffs field;
-  field("st_mode", want.st_mode, live.st_mode, true);
-  bool dir = S_ISDIR(want.st_mode);
-  if (!dir) field("st_nlink", want.st_nlink, live.st_nlink);
-  field("st_uid", want.st_uid, live.st_uid);
-  field("st_gid", want.st_gid, live.st_gid);
-  if (!dir && !S_ISCHR(want.st_mode) && !S_ISBLK(want.st_mode)) {
-    field("st_size", static_cast<uint64_t>(want.st_size), static_cast<uint64_t>(live.st_size));
+  uint32_t want_mode = allow ? want.mode & ~allow->mode_bits : want.mode;
+  std::string name = p;
+  if (want.mode_ok) field((name + "_mode").c_str(), want_mode, live.mode, true);
+  bool dir = S_ISDIR(want.mode);
+  if (!dir && want.nlink_ok) field((name + "_nlink").c_str(), want.nlink, live.nlink);
+  if (!(allow && allow->owner)) {
+    if (want.uid_ok) field((name + "_uid").c_str(), want.uid, live.uid);
+    if (want.gid_ok) field((name + "_gid").c_str(), want.gid, live.gid);
+  }
+  if (!dir && !S_ISCHR(want.mode) && !S_ISBLK(want.mode) && want.size_ok) {
+    field((name + "_size").c_str(), want.size, live.size);
   }
   return field.s;
 }
 
-std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live) {
+// Compared as recorded; a difference on a file --prepare made so is compared again without
+// what it did not restore.
+std::string CompareFields(const StatFields& want, const StatFields& live, const char* p,
+                          uint64_t dev, uint64_t ino, const PreparedDiffs* prepared,
+                          bool* as_prepared) {
+  std::string s = Compare(want, live, p, nullptr);
+  if (s.empty() || !prepared) return s;
+  std::optional<PreparedDiffs::Diff> d = prepared->Find(dev, ino);
+  if (!d || !Compare(want, live, p, &*d).empty()) return s;
+  if (as_prepared) *as_prepared = true;
+  return {};
+}
+
+}  // namespace
+
+std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live,
+                        const PreparedDiffs* prepared, bool* as_prepared) {
+  if (recorded.not_captured || recorded.View().size() < sizeof(struct stat)) return {};
+  struct stat want;
+  std::memcpy(&want, recorded.View().data(), sizeof(want));
+  auto fields = [](const struct stat& st) {
+    StatFields f;
+    f.mode = st.st_mode;
+    f.nlink = st.st_nlink;
+    f.uid = st.st_uid;
+    f.gid = st.st_gid;
+    f.size = static_cast<uint64_t>(st.st_size);
+    return f;
+  };
+  return CompareFields(fields(want), fields(live), "st", live.st_dev, live.st_ino, prepared,
+                       as_prepared);
+}
+
+std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live,
+                         const PreparedDiffs* prepared, bool* as_prepared) {
   if (recorded.not_captured || recorded.View().size() < sizeof(struct statx)) return {};
   struct statx want;
   std::memcpy(&want, recorded.View().data(), sizeof(want));
-  FieldDiffs field;
   // Only what both the recording and the replay were asked for and got.
   uint32_t both = want.stx_mask & live.stx_mask;
-  if (both & (STATX_TYPE | STATX_MODE)) field("stx_mode", want.stx_mode, live.stx_mode, true);
-  bool dir = S_ISDIR(want.stx_mode);
-  if ((both & STATX_NLINK) && !dir) field("stx_nlink", want.stx_nlink, live.stx_nlink);
-  if (both & STATX_UID) field("stx_uid", want.stx_uid, live.stx_uid);
-  if (both & STATX_GID) field("stx_gid", want.stx_gid, live.stx_gid);
-  if ((both & STATX_SIZE) && !dir && !S_ISCHR(want.stx_mode) && !S_ISBLK(want.stx_mode)) {
-    field("stx_size", want.stx_size, live.stx_size);
-  }
-  return field.s;
+  auto fields = [both](const struct statx& st) {
+    StatFields f;
+    f.mode = st.stx_mode;
+    f.nlink = st.stx_nlink;
+    f.uid = st.stx_uid;
+    f.gid = st.stx_gid;
+    f.size = st.stx_size;
+    f.mode_ok = both & (STATX_TYPE | STATX_MODE);
+    f.nlink_ok = both & STATX_NLINK;
+    f.uid_ok = both & STATX_UID;
+    f.gid_ok = both & STATX_GID;
+    f.size_ok = both & STATX_SIZE;
+    return f;
+  };
+  return CompareFields(fields(want), fields(live), "stx",
+                       makedev(live.stx_dev_major, live.stx_dev_minor), live.stx_ino, prepared,
+                       as_prepared);
 }
 
 }  // namespace fay::replay

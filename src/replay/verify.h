@@ -17,18 +17,48 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "schema/syscall_event.h"
 
 namespace fay::replay {
 
-// Each returns "" when equal, else what differed.
+// The files fay made other than the trace says they were, by device and inode: those --prepare
+// made (see prepare.h), and those whose set-id bits a replayed chmod, fchmod or creating open
+// asked for and did not get. A stat of one of them that differs from its recording only by the
+// bits withheld, or by the owner not given, is what fay chose, not a mismatch. Only those
+// files: the same difference on any other file is a mismatch. Added to by Preparer::Apply and
+// by the replay's workers while others look up.
+class PreparedDiffs {
+ public:
+  struct Diff {
+    uint32_t mode_bits = 0;  // S_ISUID, S_ISGID, S_ISVTX bits recorded and not given
+    bool owner = false;      // uid/gid not the recorded ones
+  };
+  void Add(uint64_t dev, uint64_t ino, Diff d);
+  // A copy: another thread may add to the same file meanwhile.
+  std::optional<Diff> Find(uint64_t dev, uint64_t ino) const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<uint64_t, uint64_t>, Diff> diffs_;
+};
+
+// Each returns "" when equal, else what differed. For the stat family, a difference that
+// `prepared` expects sets *as_prepared and returns "".
 std::string CompareBytes(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
 std::string CompareDirents(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
-std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live);
-std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live);
+std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live,
+                        const PreparedDiffs* prepared = nullptr, bool* as_prepared = nullptr);
+std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live,
+                         const PreparedDiffs* prepared = nullptr, bool* as_prepared = nullptr);
 
 }  // namespace fay::replay
