@@ -20,6 +20,7 @@
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "schema/syscall_table.h"
+#include "trace/reader.h"
 
 namespace fay::cli {
 namespace {
@@ -229,6 +230,12 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
+  // A trace cut short replays up to the cut, and says so as every command reading one does.
+  if (!schedule->truncation.empty()) {
+    std::fflush(stdout);
+    fmt::print(stderr, "fay replay: {}\n", schedule->truncation);
+    code = trace::kIncompleteExit;
+  }
   // The schedule holds every buffer of the trace, in as many allocations; handing them back one
   // by one takes longer than a small replay. The kernel takes them all at once.
   std::fflush(stdout);

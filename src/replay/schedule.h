@@ -55,6 +55,8 @@ struct Schedule {
   uint64_t last_ns = 0;                  // latest exit
   std::map<int32_t, int32_t> parent_of;  // pid -> parent pid, from fork events of processes
   uint64_t dependencies = 0;             // cross-thread (T, k) pairs stored
+  // The trace was cut short: Reader::TruncationNotice, which the command prints. Empty if not.
+  std::string truncation;
 };
 
 struct LoadOptions {
