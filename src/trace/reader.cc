@@ -195,9 +195,16 @@ Status Reader::CheckClaim(const ChunkRef& c, const ChunkHeader& h, const uint8_t
       break;
     case ChunkType::kBlobs: {
       // With a footer the index lays the chunk out exactly, and LoadChunk held the header to it.
-      if (raw > uint64_t{h.count} * (kMaxBlobSize + 26))
-        return lie(fmt::format("more than its {} blobs may hold ({} bytes each at most)", h.count,
-                               kMaxBlobSize + 26));
+      // Every captured buffer fits the recording's max_buffer (the eBPF recorder states the
+      // bound its ring sets even without --max-buffer); 0 leaves only the kernel's limit.
+      const uint64_t blob =
+          info_.max_buffer ? std::min(info_.max_buffer, kMaxBlobSize) : kMaxBlobSize;
+      if (raw > uint64_t{h.count} * (blob + 26))
+        return lie(fmt::format("more than its {} blobs may hold ({} bytes each at most{})", h.count,
+                               blob + 26,
+                               info_.max_buffer ? ", the recording's max buffer and an entry's "
+                                                  "hash and size"
+                                                : ""));
       break;
     }
     case ChunkType::kFooter:

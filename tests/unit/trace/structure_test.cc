@@ -308,6 +308,15 @@ TEST(StructureTest, ClaimsBeyondTheCountsOrTheFrameAreRefused) {
   check((2 << 20) + 1, 4, "its zstd frame declares 2097152");
   check(3, 4, "its zstd frame declares 2097152");
   check(7, 4, "its zstd frame declares 2097152");
+  // Without a footer a blob chunk is read to learn its hashes, by every reader: its claim is
+  // held to the recording's max buffer (SampleInfo's 4096) before that.
+  std::string path = dir.File("blob.fay");
+  Spit(path, Str(header) + Str(ChunkBytes(ChunkType::kBlobs, Codec::kZstd, 1, z, 2 << 20, 1)));
+  EXPECT_EQ(ReadStatus(path).message(),
+            fmt::format("{}: offset {}: chunk 1 (blobs): header claims 2097152 raw bytes, more "
+                        "than its 1 blobs may hold (4122 bytes each at most, the recording's max "
+                        "buffer and an entry's hash and size); refused before decompressing",
+                        path, at));
 }
 
 }  // namespace
