@@ -1,6 +1,7 @@
 // fay convert FILE --to ctf|chrome|jsonl|csv -o OUT: a recorded trace in the formats other tools
 // read. The conversion streams; a damaged or truncated trace converts up to its last readable
-// chunk and the damage is reported (exit status 1 for damage, 0 for a clean cut-off).
+// chunk and the damage is reported (exit status 1 for damage
+// and for a file cut short alike, as every command reading a trace: docs/FORMAT.md 7.4).
 #include <fmt/core.h>
 
 #include "cli/commands.h"
@@ -37,14 +38,15 @@ int Run(const ConvertOptions& o) {
                "fay convert: {}\nfay convert: the {} syscalls and {} process events before the "
                "damage were written to {}\n",
                st.message(), stats.syscalls, stats.processes, o.out);
-    return 1;
+    return trace::kIncompleteExit;
   }
-  if (reader->truncated())
-    fmt::print(stderr, "fay convert: note: {} is {}; the {} syscalls before it were written\n",
-               o.path, reader->TruncationMessage(), stats.syscalls);
   if (o.out != "-")
     fmt::print(stderr, "fay convert: {} syscalls and {} process events written to {} ({})\n",
                stats.syscalls, stats.processes, o.out, o.to);
+  if (reader->truncated()) {
+    fmt::print(stderr, "fay convert: {}\n", reader->TruncationNotice());
+    return trace::kIncompleteExit;
+  }
   return 0;
 }
 

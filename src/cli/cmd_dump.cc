@@ -117,13 +117,14 @@ int Run(const DumpOptions& o) {
   std::fflush(stdout);
   if (!st.ok()) {
     fmt::print(stderr, "fay dump: {}\n", st.message());
-    return 1;
+    return trace::kIncompleteExit;
   }
-  if (reader->truncated())
-    fmt::print(stderr, "fay dump: note: {} is {}; everything before that was shown\n", o.path,
-               reader->TruncationMessage());
   uint64_t lost = reader->stats().lost_events;
   if (lost) fmt::print(stderr, "fay dump: note: the recorder lost {} events\n", lost);
+  if (reader->truncated()) {
+    fmt::print(stderr, "fay dump: {}\n", reader->TruncationNotice());
+    return trace::kIncompleteExit;
+  }
   return 0;
 }
 

@@ -206,7 +206,11 @@ int Run(const InfoOptions& o) {
   if (!st.ok()) {
     fmt::print(stderr, "fay info: {}\nfay info: the summary above covers the readable part\n",
                st.message());
-    return 1;
+    return trace::kIncompleteExit;
+  }
+  if (reader->truncated()) {
+    fmt::print(stderr, "fay info: {}\n", reader->TruncationNotice());
+    return trace::kIncompleteExit;
   }
   return 0;
 }

@@ -147,6 +147,12 @@ int RunTraceQuery(const QueryOptions& opt) {
                stats.chunks_skipped);
   }
   if (!st.ok()) return Fail(st);
+  // Counts over part of a recording look like counts over all of it: say so, as every command
+  // reading a trace does, and exit as they do.
+  if (reader->truncated()) {
+    fmt::print(stderr, "fay query: {}\n", reader->TruncationNotice());
+    return trace::kIncompleteExit;
+  }
   return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "schema/syscall_table.h"
+#include "trace/reader.h"
 
 namespace fay::cli {
 namespace {
@@ -302,15 +303,12 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
+  // A trace cut short replays up to the cut, and says so as every command reading one does.
   if (!schedule->truncation.empty()) {
-    // The program went on past where the trace stops: this is not its whole run.
-    fmt::print("truncated:  the trace is {}: only the calls before it were replayed\n",
-               schedule->truncation);
-    fmt::print(stderr,
-               "fay replay: {} is {}; the replay covers only the calls before it, not the whole "
-               "recording\n",
-               c.path, schedule->truncation);
-    code = 1;
+    fmt::print("truncated:  only the calls before the cut were replayed\n");
+    std::fflush(stdout);
+    fmt::print(stderr, "fay replay: {}\n", schedule->truncation);
+    code = trace::kIncompleteExit;
   }
   // The schedule holds every buffer of the trace, in as many allocations; handing them back one
   // by one takes longer than a small replay. The kernel takes them all at once.

@@ -326,7 +326,7 @@ Expected<Schedule> LoadSchedule(const std::string& path,
   s.info = reader.info();
   s.path = path;
   s.lazy = lazy;
-  if (reader.truncated()) s.truncation = reader.TruncationMessage();
+  s.truncation = reader.TruncationNotice();
   if (walk && !walked && options.walk_complete) {
     CallStream all(s);
     walk(all);

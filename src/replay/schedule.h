@@ -46,9 +46,6 @@ struct ThreadCalls {
 struct Schedule {
   RecordingInfo info;
   std::string path;  // the trace it came from
-  // The recording did not finish (no footer; the reader's TruncationMessage): the calls are
-  // those before where it stops, and the replay is not the whole program's. Empty otherwise.
-  std::string truncation;
   // The data of reads and writes was left in the trace (CapturedBuffer::stored): it is fetched
   // per call with a BlobFetcher, so a gigabyte trace replays without a gigabyte of memory.
   bool lazy = false;
@@ -58,6 +55,8 @@ struct Schedule {
   uint64_t last_ns = 0;                  // latest exit
   std::map<int32_t, int32_t> parent_of;  // pid -> parent pid, from fork events of processes
   uint64_t dependencies = 0;             // cross-thread (T, k) pairs stored
+  // The trace was cut short: Reader::TruncationNotice, which the command prints. Empty if not.
+  std::string truncation;
 };
 
 struct LoadOptions {

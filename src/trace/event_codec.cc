@@ -309,6 +309,12 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
   uint32_t index = 0;
   for (; !r.empty(); ++index) {
     size_t at = r.pos();
+    // More records than the header counts: stop at the first, not after decoding them all.
+    if (index == count)
+      return Error(Code::kIo,
+                   fmt::format("chunk header says {} records, payload holds more (record {} at "
+                               "payload byte {})",
+                               count, index, at));
     auto bad = [&](std::string_view what) {
       return Error(Code::kIo, fmt::format("record {} at payload byte {}: {}", index, at, what));
     };

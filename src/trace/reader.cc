@@ -62,7 +62,19 @@ Expected<Reader> Reader::Open(const std::string& path) {
   r.file_size_ = static_cast<uint64_t>(st.st_size);
   FAY_RETURN_IF_ERROR(r.ReadPreamble());
   FAY_RETURN_IF_ERROR(r.ReadHeaderChunk());
-  if (!r.TryFooter()) r.WalkChunks(r.data_start_);
+  std::string footer_problem;
+  if (!r.TryFooter(&footer_problem)) {
+    r.WalkChunks(r.data_start_);
+    // A valid trailer over a footer or index that does not check out: damage, not a cut.
+    if (r.damage_.ok() && !footer_problem.empty()) {
+      r.damage_ = Error(Code::kIo, footer_problem);
+      r.truncated_ = false;
+    } else if (r.damage_.ok() && r.footer_at_end_) {
+      r.damage_ = Error(Code::kIo, fmt::format("{}: offset {}: the trailer after the footer chunk "
+                                               "is corrupt",
+                                               path, r.file_size_ - kTrailerSize));
+    }
+  }
   ReaderStats& s = r.stats_;
   s.file_bytes = r.file_size_;
   for (const ChunkRef& c : r.chunks_) {
@@ -120,10 +132,15 @@ Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
     case HeaderCheck::kOk:
       break;
   }
-  if (h->type != c.type || h->stored_length != c.stored_length || h->raw_length != c.raw_length ||
-      h->count != c.count)
+  if (h->type != c.type || h->seq != c.seq || h->stored_length != c.stored_length ||
+      h->raw_length != c.raw_length || h->count != c.count)
     return Error(Code::kIo,
-                 fmt::format("{}: chunk header disagrees with the footer index", Where(c)));
+                 fmt::format("{}: chunk header disagrees with the footer index (the header says "
+                             "chunk {} ({}), {} stored, {} raw bytes, count {}; the index chunk "
+                             "{} ({}), {} stored, {} raw bytes, count {})",
+                             Where(c), h->seq, ChunkTypeName(h->type), h->stored_length,
+                             h->raw_length, h->count, c.seq, ChunkTypeName(c.type), c.stored_length,
+                             c.raw_length, c.count));
   const uint8_t* payload = buf.data() + kChunkHeaderSize;
   uint32_t crc = Crc32c(payload, h->stored_length);
   if (crc != h->payload_crc)
@@ -132,6 +149,7 @@ Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
         fmt::format("{}: payload CRC32C mismatch (stored {:#010x}, computed {:#010x}); "
                     "the {} payload bytes at offset {} are corrupt",
                     Where(c), h->payload_crc, crc, h->stored_length, c.offset + kChunkHeaderSize));
+  FAY_RETURN_IF_ERROR(CheckClaim(c, *h, payload));
   if (h->codec == Codec::kNone) {
     if (h->stored_length != h->raw_length)
       return Error(Code::kIo, fmt::format("{}: uncompressed chunk with stored length {} != raw "
@@ -145,6 +163,58 @@ Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
                  fmt::format("{}: unknown codec {}", Where(c), static_cast<int>(h->codec)));
   Status st = zstd_->Decompress(payload, h->stored_length, h->raw_length, raw);
   if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  return Status::Ok();
+}
+
+Status Reader::CheckClaim(const ChunkRef& c, const ChunkHeader& h, const uint8_t* payload) const {
+  const uint64_t raw = h.raw_length;
+  auto lie = [&](const std::string& why) {
+    return Error(Code::kIo, fmt::format("{}: header claims {} raw bytes, {}; refused before "
+                                        "decompressing",
+                                        Where(c), raw, why));
+  };
+  if (h.codec == Codec::kZstd) {
+    if (raw > uint64_t{h.stored_length} * kMaxZstdRatio)
+      return lie(
+          fmt::format("more than zstd can make of {} stored bytes (at most {} times as "
+                      "many)",
+                      h.stored_length, kMaxZstdRatio));
+    unsigned long long framed = ZSTD_getFrameContentSize(payload, h.stored_length);
+    if (framed != ZSTD_CONTENTSIZE_UNKNOWN && framed != ZSTD_CONTENTSIZE_ERROR && framed != raw)
+      return lie(fmt::format("its zstd frame declares {}", framed));
+  }
+  switch (h.type) {
+    case ChunkType::kEvents:
+      if (raw > kMaxEventsChunkRaw)
+        return lie(fmt::format("more than an events chunk may hold ({})", kMaxEventsChunkRaw));
+      if (raw > uint64_t{h.count} * kMaxRecordRaw)
+        return lie(fmt::format("more than its {} records may hold ({} each at most)", h.count,
+                               kMaxRecordRaw));
+      if (uint64_t{h.count} * 2 > raw)
+        return lie(fmt::format("fewer than its {} records take (2 bytes each at least)", h.count));
+      break;
+    case ChunkType::kBlobs: {
+      // With a footer the index lays the chunk out exactly, and LoadChunk held the header to it.
+      // Every captured buffer fits the recording's max_buffer (the eBPF recorder states the
+      // bound its ring sets even without --max-buffer); 0 leaves only the kernel's limit.
+      const uint64_t blob =
+          info_.max_buffer ? std::min(info_.max_buffer, kMaxBlobSize) : kMaxBlobSize;
+      if (raw > uint64_t{h.count} * (blob + 26))
+        return lie(fmt::format("more than its {} blobs may hold ({} bytes each at most{})", h.count,
+                               blob + 26,
+                               info_.max_buffer ? ", the recording's max buffer and an entry's "
+                                                  "hash and size"
+                                                : ""));
+      break;
+    }
+    case ChunkType::kFooter:
+      if (raw > file_size_ * 64 + (1 << 20))
+        return lie(fmt::format("more than the index of a {}-byte file takes", file_size_));
+      break;
+    case ChunkType::kHeader:
+      if (raw > (64u << 20)) return lie("more than a header chunk may hold (64 MiB)");
+      break;
+  }
   return Status::Ok();
 }
 
@@ -173,6 +243,10 @@ Status Reader::ReadHeaderChunk() {
   if (kPreambleSize + kChunkHeaderSize + uint64_t{h.stored_length} > file_size_)
     return Error(Code::kIo, fmt::format("{}: truncated inside the header chunk (file is {} bytes)",
                                         path_, file_size_));
+  if (h.seq != 0)
+    return Error(Code::kIo, fmt::format("{}: offset {}: the header chunk has sequence number {}, "
+                                        "expected 0",
+                                        path_, kPreambleSize, h.seq));
   ChunkRef c{kPreambleSize, h.type, h.seq, h.stored_length, h.raw_length, h.count};
   Bytes raw;
   FAY_RETURN_IF_ERROR(LoadChunk(c, &h, &raw));
@@ -185,7 +259,7 @@ Status Reader::ReadHeaderChunk() {
   return Status::Ok();
 }
 
-bool Reader::TryFooter() {
+bool Reader::TryFooter(std::string* problem) {
   if (file_size_ < data_start_ + kChunkHeaderSize + kTrailerSize) return false;
   uint8_t tb[kTrailerSize];
   size_t got;
@@ -194,20 +268,38 @@ bool Reader::TryFooter() {
     return false;
   Trailer t;
   if (!DecodeTrailer(tb, &t)) return false;
-  if (t.footer_offset < data_start_ ||
-      t.footer_offset + kChunkHeaderSize > file_size_ - kTrailerSize)
+  // From here on the file says it is complete: whatever does not check out is damage.
+  const uint64_t trailer_at = file_size_ - kTrailerSize;
+  auto fail = [&](const std::string& why) {
+    *problem = why;
     return false;
+  };
+  if (t.footer_offset < data_start_ || t.footer_offset + kChunkHeaderSize > trailer_at)
+    return fail(
+        fmt::format("{}: offset {}: the trailer points at offset {}, outside the file's "
+                    "chunks",
+                    path_, trailer_at, t.footer_offset));
   uint8_t hb[kChunkHeaderSize];
   if (!ReadAt(fd_.get(), t.footer_offset, hb, sizeof(hb), &got, path_).ok() || got != sizeof(hb))
-    return false;
+    return fail(fmt::format("{}: offset {}: cannot read the footer chunk the trailer points at",
+                            path_, t.footer_offset));
   ChunkHeader h;
-  if (DecodeChunkHeader(hb, &h) != HeaderCheck::kOk || h.type != ChunkType::kFooter ||
-      t.footer_offset + kChunkHeaderSize + h.stored_length != file_size_ - kTrailerSize)
-    return false;
+  if (DecodeChunkHeader(hb, &h) != HeaderCheck::kOk || h.type != ChunkType::kFooter)
+    return fail(
+        fmt::format("{}: offset {}: the trailer points at offset {}, where no footer "
+                    "chunk starts",
+                    path_, trailer_at, t.footer_offset));
+  if (t.footer_offset + kChunkHeaderSize + h.stored_length != trailer_at)
+    return fail(fmt::format(
+        "{}: offset {}: the footer chunk ends at offset {}, not where the "
+        "trailer starts ({})",
+        path_, t.footer_offset, t.footer_offset + kChunkHeaderSize + h.stored_length, trailer_at));
   ChunkRef fc{t.footer_offset, h.type, h.seq, h.stored_length, h.raw_length, h.count};
   Bytes raw;
   Footer f;
-  if (!LoadChunk(fc, &h, &raw).ok() || !DecodeFooter(raw.data(), raw.size(), &f).ok()) return false;
+  if (Status st = LoadChunk(fc, &h, &raw); !st.ok()) return fail(st.message());
+  if (Status st = DecodeFooter(raw.data(), raw.size(), &f); !st.ok())
+    return fail(Where(fc) + ": " + st.message());
   std::vector<ChunkRef> chunks;
   for (const BlobChunkIndex& b : f.blobs)
     chunks.push_back(ChunkRef{b.offset, ChunkType::kBlobs, b.seq, b.stored_length, b.raw_length,
@@ -217,14 +309,67 @@ bool Reader::TryFooter() {
                               e.records, true, e.first_ns, e.last_ns, e.tids, e.stream});
   std::sort(chunks.begin(), chunks.end(),
             [](const ChunkRef& a, const ChunkRef& b) { return a.offset < b.offset; });
-  // The index must describe chunks that lie, without overlap, between the header and footer.
+  // The index must describe the file exactly: chunks that follow one another from the header
+  // chunk to the footer, numbered 1, 2, ... in file order, the footer next, and the trailer
+  // counting them all. Chunks of types this reader does not know are not indexed: they may fill
+  // a gap, and are walked.
+  std::vector<ChunkRef> all;
   uint64_t end = data_start_;
+  uint32_t seq = 1;
   for (const ChunkRef& c : chunks) {
-    if (c.offset < end) return false;
+    if (c.offset < end)
+      return fail(
+          fmt::format("{}: offset {}: the footer index places chunk {} ({}) there, "
+                      "inside the chunk before it (which ends at offset {})",
+                      path_, c.offset, c.seq, ChunkTypeName(c.type), end));
+    if (c.offset > end && !WalkGap(end, c.offset, &seq, &all, problem)) return false;
+    if (c.seq != seq)
+      return fail(
+          fmt::format("{}: offset {}: the footer index numbers the {} chunk there {}, "
+                      "expected {}",
+                      path_, c.offset, ChunkTypeName(c.type), c.seq, seq));
+    ++seq;
     end = c.offset + kChunkHeaderSize + c.stored_length;
+    all.push_back(c);
   }
-  if (end > t.footer_offset) return false;
-  chunks_ = std::move(chunks);
+  if (end > t.footer_offset)
+    return fail(
+        fmt::format("{}: offset {}: the footer index places a chunk across the footer "
+                    "chunk",
+                    path_, t.footer_offset));
+  if (end < t.footer_offset && !WalkGap(end, t.footer_offset, &seq, &all, problem)) return false;
+  if (h.seq != seq)
+    return fail(
+        fmt::format("{}: offset {}: the footer chunk is chunk {}, expected {} after the {} "
+                    "chunks before it",
+                    path_, t.footer_offset, h.seq, seq, seq));
+  if (t.chunk_count != seq + 1)
+    return fail(fmt::format("{}: offset {}: the trailer counts {} chunks, the file holds {}", path_,
+                            trailer_at, t.chunk_count, seq + 1));
+  // A blob chunk's index lays out its payload exactly: each entry's bytes right after its hash
+  // and size, the chunk's raw length their sum. The header is held to it before decompressing.
+  for (const BlobChunkIndex& b : f.blobs) {
+    uint64_t at = 0;
+    for (const BlobEntry& e : b.blobs) {
+      uint64_t size_len = 1;
+      for (uint64_t v = e.size; v >= 0x80; v >>= 7) ++size_len;
+      at += 16 + size_len;
+      if (e.offset != at)
+        return fail(
+            fmt::format("{}: offset {}: the footer index places blob {} of chunk {} at "
+                        "raw offset {}, where the entries before it end at {}",
+                        path_, b.offset, HashHex(e.hash), b.seq, e.offset, at));
+      at += e.size;
+    }
+    if (at != b.raw_length)
+      return fail(
+          fmt::format("{}: offset {}: the footer index lays out {} raw bytes of blobs in "
+                      "chunk {}, and gives its raw length as {}",
+                      path_, b.offset, at, b.seq, b.raw_length));
+  }
+  chunks_ = std::move(all);
+  indexed_blobs_.assign(chunks_.size(), 0);
+  index_checked_.assign(chunks_.size(), false);
   // Blob indices refer to chunks_ positions, known only after sorting. Offsets are distinct and
   // ascending (checked above), so each entry's chunk is one binary search away: comparing every
   // pair made Open quadratic in a crafted footer's blob chunk count.
@@ -232,12 +377,48 @@ bool Reader::TryFooter() {
     auto it = std::lower_bound(chunks_.begin(), chunks_.end(), b.offset,
                                [](const ChunkRef& c, uint64_t off) { return c.offset < off; });
     auto i = static_cast<uint32_t>(it - chunks_.begin());
-    for (const BlobEntry& e : b.blobs) AddBlob(e.hash, BlobLoc{i, e.offset, e.size});
+    for (const BlobEntry& e : b.blobs)
+      if (AddBlob(e.hash, BlobLoc{i, e.offset, e.size})) ++indexed_blobs_[i];
   }
   has_footer_ = true;
   last_chunk_offset_ = t.footer_offset;
   last_chunk_seq_ = h.seq;
   valid_end_ = file_size_;
+  return true;
+}
+
+bool Reader::WalkGap(uint64_t from, uint64_t to, uint32_t* seq, std::vector<ChunkRef>* out,
+                     std::string* problem) {
+  while (from < to) {
+    uint8_t hb[kChunkHeaderSize];
+    size_t got;
+    ChunkHeader h;
+    if (to - from < kChunkHeaderSize ||
+        !ReadAt(fd_.get(), from, hb, sizeof(hb), &got, path_).ok() || got != sizeof(hb) ||
+        DecodeChunkHeader(hb, &h) != HeaderCheck::kOk) {
+      *problem = fmt::format(
+          "{}: offset {}: no chunk starts there, and the footer index names "
+          "none before offset {}",
+          path_, from, to);
+      return false;
+    }
+    uint64_t end = from + kChunkHeaderSize + h.stored_length;
+    if (h.type >= ChunkType::kHeader && h.type <= ChunkType::kFooter) {
+      *problem = fmt::format("{}: offset {}: chunk {} ({}) is not in the footer index", path_, from,
+                             h.seq, ChunkTypeName(h.type));
+      return false;
+    }
+    if (h.seq != *seq || end > to) {
+      *problem = fmt::format(
+          "{}: offset {}: chunk {} of an unknown type where chunk {} was "
+          "expected, ending before offset {}",
+          path_, from, h.seq, *seq, to);
+      return false;
+    }
+    out->push_back(ChunkRef{from, h.type, h.seq, h.stored_length, h.raw_length, h.count});
+    ++*seq;
+    from = end;
+  }
   return true;
 }
 
@@ -277,9 +458,35 @@ void Reader::WalkChunks(uint64_t offset) {
       truncated_ = true;
       return;
     }
-    // A footer whose trailer did not check out: every data chunk is before it, so nothing is
-    // missing; read on without the index.
-    if (h.type == ChunkType::kFooter) return;
+    // Each chunk is the one after the last: a chunk stored twice, or out of order, or a gap
+    // where chunks went missing, would otherwise read as if the recording held it so.
+    if (h.seq != last_chunk_seq_ + 1) {
+      damage_ = Error(
+          Code::kIo,
+          fmt::format(
+              "{}: offset {}: chunk {} ({}) follows chunk {}; expected chunk "
+              "{} ({})",
+              path_, offset, h.seq, ChunkTypeName(h.type), last_chunk_seq_, last_chunk_seq_ + 1,
+              h.seq <= last_chunk_seq_ ? "a chunk repeated or out of order" : "chunks missing"));
+      return;
+    }
+    // Cut inside the trailer: every chunk is whole, nothing is missing; read on without the
+    // index.
+    if (h.type == ChunkType::kFooter && file_size_ - end < kTrailerSize) return;
+    if (h.type == ChunkType::kFooter) {
+      // The footer is the last chunk, and only the trailer follows it. Reached here, the
+      // trailer did not check out (Open reports why) or the footer is not last: more bytes
+      // follow it, e.g. a second trace appended with cat, which would otherwise go unread.
+      if (end + kTrailerSize != file_size_)
+        damage_ = Error(Code::kIo,
+                        fmt::format("{}: offset {}: the footer chunk (chunk {}) is not the last "
+                                    "chunk: {} bytes follow it where a {}-byte trailer should end "
+                                    "the file (a second trace appended?)",
+                                    path_, offset, h.seq, file_size_ - end, kTrailerSize));
+      else
+        footer_at_end_ = true;
+      return;
+    }
     chunks_.push_back(ChunkRef{offset, h.type, h.seq, h.stored_length, h.raw_length, h.count});
     if (h.type == ChunkType::kEvents) chunks_.back().stream = h.flags % kMaxStreams;
     last_chunk_offset_ = offset;
@@ -297,11 +504,16 @@ std::string Reader::TruncationMessage() const {
       last_chunk_seq_, last_chunk_offset_, file_size_ - valid_end_);
 }
 
-void Reader::AddBlob(const Hash128& h, BlobLoc loc) {
-  if (blobs_.emplace(h, loc).second) {
-    ++stats_.blobs;
-    stats_.blob_bytes += loc.size;
-  }
+std::string Reader::TruncationNotice() const {
+  if (!truncated_) return "";
+  return fmt::format("{} is {}; everything before it was read", path_, TruncationMessage());
+}
+
+bool Reader::AddBlob(const Hash128& h, BlobLoc loc) {
+  if (!blobs_.emplace(h, loc).second) return false;
+  ++stats_.blobs;
+  stats_.blob_bytes += loc.size;
+  return true;
 }
 
 Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
@@ -318,7 +530,11 @@ Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
   std::vector<BlobEntry> entries;
   Status st = DecodeBlobs(raw->data(), raw->size(), h.count, &entries);
   if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
-  for (const BlobEntry& e : entries) AddBlob(e.hash, BlobLoc{index, e.offset, e.size});
+  if (has_footer_) {
+    FAY_RETURN_IF_ERROR(CheckBlobIndex(index, entries));
+  } else {
+    for (const BlobEntry& e : entries) AddBlob(e.hash, BlobLoc{index, e.offset, e.size});
+  }
   if (cache_.size() == kBlobCacheChunks) cache_.pop_front();
   cache_.push_back(CachedChunk{index, raw});
   if (share_blobs_) {
@@ -326,6 +542,52 @@ Expected<std::shared_ptr<const Bytes>> Reader::BlobChunk(uint32_t index) {
     live_chunks_[index] = raw;
   }
   return std::shared_ptr<const Bytes>(raw);
+}
+
+Status Reader::CheckBlobIndex(uint32_t index, const std::vector<BlobEntry>& entries) {
+  if (index_checked_[index]) return Status::Ok();
+  // DecodeBlobs checked each entry's bytes against its own hash. What the footer says of the
+  // chunk must be what it holds: each blob the index places here is an entry of the chunk, at
+  // the same raw offset and of the same size. Otherwise a reference would resolve to another
+  // blob's bytes.
+  const ChunkRef& c = chunks_[index];
+  uint32_t matched = 0;
+  for (const BlobEntry& e : entries) {
+    auto it = blobs_.find(e.hash);
+    if (it == blobs_.end())
+      return Error(Code::kIo, fmt::format("{}: blob {} at raw offset {} is not in the footer index",
+                                          Where(c), HashHex(e.hash), e.offset));
+    const BlobLoc& loc = it->second;
+    if (loc.chunk != index) continue;  // an earlier chunk holds it too, and is the one used
+    if (loc.offset == e.offset && loc.size == e.size) {
+      ++matched;
+      continue;
+    }
+    // The same content twice in one chunk: the index names one of them.
+    bool twice = false;
+    for (const BlobEntry& o : entries)
+      twice |= o.hash == e.hash && o.offset == loc.offset && o.size == loc.size;
+    if (twice) continue;
+    return Error(Code::kIo,
+                 fmt::format("{}: the footer index places blob {} at raw offset {} ({} bytes); "
+                             "the chunk holds it at raw offset {} ({} bytes)",
+                             Where(c), HashHex(e.hash), loc.offset, loc.size, e.offset, e.size));
+  }
+  if (matched != indexed_blobs_[index]) {
+    // An index entry for a hash the chunk does not hold: it points at other bytes.
+    for (const auto& [h, loc] : blobs_) {
+      if (loc.chunk != index) continue;
+      bool held = false;
+      for (const BlobEntry& e : entries) held |= e.hash == h && e.offset == loc.offset;
+      if (!held)
+        return Error(Code::kIo,
+                     fmt::format("{}: the footer index places blob {} at raw offset {} ({} "
+                                 "bytes), where the chunk holds no blob of that hash",
+                                 Where(c), HashHex(h), loc.offset, loc.size));
+    }
+  }
+  index_checked_[index] = true;
+  return Status::Ok();
 }
 
 Status Reader::CheckBlob(const Hash128& h, uint64_t size) {

@@ -24,6 +24,7 @@ namespace fay::trace {
 
 // One chunk the reader knows of: from the footer, or from walking the chunk headers.
 struct DecodeSinks;  // trace/event_codec.h
+struct BlobEntry;    // trace/event_codec.h
 
 struct ChunkRef {
   uint64_t offset = 0;  // of the chunk header
@@ -76,6 +77,20 @@ struct ReaderStats {
   uint64_t chunks_skipped = 0;              // events chunks the index ruled out
 };
 
+// The exit status of every command that reads a trace and could not read all of it: truncated,
+// damaged or structurally invalid (docs/FORMAT.md 7.4). The output covers the part before.
+inline constexpr int kIncompleteExit = 1;
+
+// Bounds on what a chunk may claim (docs/FORMAT.md 4.1): an events chunk's raw payload, in all
+// and per record. The reference writer closes an events chunk at 64 KiB and stores at most 32
+// bytes of a buffer inline, so its records take a few KiB at most.
+inline constexpr uint64_t kMaxEventsChunkRaw = 16 << 20;
+inline constexpr uint64_t kMaxRecordRaw = 1 << 20;
+// One blob: the kernel moves at most 0x7ffff000 bytes in one call.
+inline constexpr uint64_t kMaxBlobSize = 0x7ffff000;
+// zstd cannot expand more: its densest block (RLE) turns 4 bytes into 128 KiB.
+inline constexpr uint64_t kMaxZstdRatio = 32768;
+
 class Reader {
  public:
   using SyscallFn = std::function<void(const SyscallEvent&)>;
@@ -105,6 +120,10 @@ class Reader {
   uint32_t last_chunk_seq() const { return last_chunk_seq_; }
   // "truncated after chunk N at offset X (...)", or empty.
   std::string TruncationMessage() const;
+  // What every command prints about a truncated trace, the same words everywhere: "PATH is
+  // truncated after chunk N at offset X (...); everything before it was read". Empty when the
+  // trace is not truncated. Commands exit with kIncompleteExit after it (docs/FORMAT.md 7.4).
+  std::string TruncationNotice() const;
   // Damage found while walking the chunk headers at Open; ForEach returns it after the events
   // before it.
   const Status& damage() const { return damage_; }
@@ -154,8 +173,20 @@ class Reader {
   Reader() = default;
   Status ReadPreamble();
   Status ReadHeaderChunk();
-  bool TryFooter();
+  // True when the trailer and footer check out, and the index describes the file's chunks
+  // exactly. *problem receives why not when the file has a valid trailer (structural damage,
+  // not a file cut short).
+  bool TryFooter(std::string* problem);
+  // The chunks between two indexed ones (or the last one and the footer): only types this
+  // reader does not know may lie there, each with the next sequence number.
+  bool WalkGap(uint64_t from, uint64_t to, uint32_t* seq, std::vector<ChunkRef>* out,
+               std::string* problem);
   void WalkChunks(uint64_t from);
+  // What the header's own counts and the file permit a chunk to hold once decompressed: a claim
+  // beyond is refused before anything is allocated for it.
+  Status CheckClaim(const ChunkRef& c, const ChunkHeader& h, const uint8_t* payload) const;
+  // The footer's index against a blob chunk's own entries, once, when first loaded.
+  Status CheckBlobIndex(uint32_t index, const std::vector<BlobEntry>& entries);
   // Reads, checks and decompresses a chunk; *header receives its decoded header.
   Status LoadChunk(const ChunkRef& c, ChunkHeader* header, Bytes* raw);
   Expected<std::shared_ptr<const Bytes>> BlobChunk(uint32_t index);
@@ -172,7 +203,7 @@ class Reader {
   Status ResolveBlob(const Hash128& h, uint64_t size, std::vector<uint8_t>* out);
   Status SharedBlob(const Hash128& h, uint64_t size, CapturedBuffer::SharedBytes* out);
   std::string Where(const ChunkRef& c) const;
-  void AddBlob(const Hash128& h, BlobLoc loc);
+  bool AddBlob(const Hash128& h, BlobLoc loc);  // false when h is known already
 
   std::string path_;
   OwnedFd fd_;
@@ -185,11 +216,16 @@ class Reader {
   std::vector<ChunkRef> chunks_;  // blob, events and unknown chunks, in file order
   bool has_footer_ = false;
   bool truncated_ = false;
+  bool footer_at_end_ = false;  // walking found the footer, only a trailer after it
   uint64_t last_chunk_offset_ = 0;
   uint32_t last_chunk_seq_ = 0;
   uint64_t valid_end_ = 0;  // end of the last whole chunk
   Status damage_;
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
+  // Per chunk index (footer only): how many of blobs_ point into it, and whether its entries
+  // were checked against them.
+  std::vector<uint32_t> indexed_blobs_;
+  std::vector<bool> index_checked_;
   std::deque<CachedChunk> cache_;  // recently decompressed blob chunks
   bool share_blobs_ = false;
   BufferPredicate leave_unread_;  // buffers left as `stored` references; none when empty
