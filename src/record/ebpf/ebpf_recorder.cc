@@ -882,6 +882,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
                    throttle.status().message() +
                        "; hint: --loss=drop records without throttling, counting what it loses");
     throttle_ = std::move(throttle).value();
+    FAY_RETURN_IF_ERROR(throttle_->StartWatchdog());
   }
   if (!opt_.pid) {
     FAY_ASSIGN_OR_RETURN(std::string exe, ResolveCommand(opt_.argv[0]));

@@ -3,7 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,7 +140,98 @@ void Throttle::Thaw() {
   frozen_ = false;
 }
 
+namespace {
+
+// The watchdog's side, after the fork of a multi-threaded fay: system calls only.
+bool WriteRaw(const char* path, const char* value, size_t n) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, value, n) == static_cast<ssize_t>(n);
+  close(fd);
+  return ok;
+}
+
+// SIGKILL to every pid listed in a cgroup.procs file; false when it listed none.
+bool KillListed(const char* procs) {
+  int fd = open(procs, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  bool any = false;
+  long pid = 0;
+  bool in_number = false;
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] >= '0' && buf[i] <= '9') {
+        pid = pid * 10 + (buf[i] - '0');
+        in_number = true;
+      } else if (in_number) {
+        kill(static_cast<pid_t>(pid), SIGKILL);
+        any = true;
+        pid = 0;
+        in_number = false;
+      }
+    }
+  }
+  if (in_number) kill(static_cast<pid_t>(pid), SIGKILL), any = true;
+  close(fd);
+  return any;
+}
+
+}  // namespace
+
+Status Throttle::StartWatchdog() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return ErrnoError("pipe2 for the recording's watchdog");
+  // Everything the watchdog needs is made before the fork: after it, only system calls.
+  const bool v2 = fd_ >= 0;
+  const std::string kill_file = dir_ + "/cgroup.kill", procs = dir_ + "/cgroup.procs";
+  const std::string freeze = freeze_file_, thawed = thawed_value_, dir = dir_;
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    errno = e;
+    return ErrnoError("fork of the recording's watchdog");
+  }
+  if (pid == 0) {
+    setsid();  // a kill of fay's process group must not take the watchdog along
+    int null = open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+    // Nothing of fay's (its BPF objects, its trace) stays open in the watchdog.
+    int keep = p[0] > 2 ? p[0] : dup(p[0]);
+    syscall(SYS_close_range, 3, keep - 1, 0);
+    syscall(SYS_close_range, keep + 1, ~0U, 0);
+    prctl(PR_SET_NAME, "fay-watchdog");
+    char c;
+    ssize_t n;
+    while ((n = read(keep, &c, 1)) < 0 && errno == EINTR) {
+    }
+    if (n == 1) _exit(0);  // the recording ended; fay cleans up itself
+    if (!v2 || !WriteRaw(kill_file.c_str(), "1", 1)) {
+      WriteRaw(freeze.c_str(), thawed.c_str(), thawed.size());  // v1: a frozen task cannot die
+      KillListed(procs.c_str());
+    }
+    // Until the cgroup is empty, then remove it (at most about 2 s).
+    for (int i = 0; i < 200 && rmdir(dir.c_str()) != 0; ++i) {
+      KillListed(procs.c_str());
+      usleep(10000);
+    }
+    _exit(0);
+  }
+  close(p[0]);
+  watchdog_fd_ = p[1];
+  watchdog_pid_ = pid;
+  return Status::Ok();
+}
+
 Throttle::~Throttle() {
+  if (watchdog_fd_ >= 0) {
+    (void)!write(watchdog_fd_, "x", 1);
+    close(watchdog_fd_);
+    waitpid(watchdog_pid_, nullptr, 0);
+  }
   frozen_ = true;  // thaw unconditionally: a failed write must not leave anything frozen
   Thaw();
   std::ifstream in(dir_ + "/cgroup.procs");

@@ -36,6 +36,12 @@ class Throttle {
   Throttle(const Throttle&) = delete;
   Throttle& operator=(const Throttle&) = delete;
 
+  // Starts the watchdog: a process of its own session that outlives fay. Should fay die
+  // without ending the recording (kill -9), it kills every process left in the cgroup, frozen
+  // ones included (cgroup.kill; on v1, a thaw then SIGKILL to each), and removes the cgroup, so
+  // no grandchild runs on unrecorded or stays frozen. A normal end tells it to go.
+  Status StartWatchdog();
+
   void Freeze();
   void Thaw();
   bool frozen() const { return frozen_; }
@@ -46,8 +52,10 @@ class Throttle {
   std::string dir_;
   std::string freeze_file_;
   std::string frozen_value_, thawed_value_;
-  std::string home_;  // cgroup.procs of the cgroup the command came from
-  int fd_ = -1;       // the cgroup directory (v2 only)
+  std::string home_;      // cgroup.procs of the cgroup the command came from
+  int fd_ = -1;           // the cgroup directory (v2 only)
+  int watchdog_fd_ = -1;  // the write end of the watchdog's pipe: EOF without a byte = fay died
+  pid_t watchdog_pid_ = -1;
   bool frozen_ = false;
   uint64_t freezes_ = 0;
 };
