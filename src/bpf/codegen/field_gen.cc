@@ -270,7 +270,47 @@ void GenField(Gen& g, const Expr& expr) {
   GenPerProbe(g, expr, [&](const Field& f, int probe) { GenFieldOf(g, f, probe); });
 }
 
+// The name of a probe (`probe`, or a uprobe's `func`) as a string: known per probe when the
+// program is generated, so it is stored as a literal, chosen by the probe index in a shared
+// program. Keys and comparisons with literals use the index instead; this is for the rest
+// (distinct(probe), probe == comm).
+void GenNameString(Gen& g, const Expr& expr, int off, int cap) {
+  Emitter& e = g.e;
+  std::vector<int> probes = ProgramProbes(g);
+  auto store = [&](int p) {
+    const ProbeInfo& info = g.plan.probes[p];
+    std::string name = expr.name == "func" ? info.symbol : info.name;
+    name = name.substr(0, static_cast<size_t>(cap - 1));
+    for (size_t i = 0; i <= name.size(); ++i)
+      e.StoreImm(1, R9, static_cast<int16_t>(off + i),
+                 i < name.size() ? static_cast<unsigned char>(name[i]) : 0);
+  };
+  e.Comment(expr.name + " as a string");
+  if (probes.size() == 1) {
+    store(probes[0]);
+    return;
+  }
+  Label done = e.NewLabel();
+  std::vector<Label> at;
+  e.Load(8, R1, R10, kFpProbe);
+  for (size_t i = 1; i < probes.size(); ++i) {
+    at.push_back(e.NewLabel());
+    e.JmpIfImm(BPF_JEQ, R1, probes[i], at.back());
+  }
+  for (size_t i = 0; i < probes.size(); ++i) {
+    if (i > 0) e.Bind(at[i - 1]);
+    store(probes[i]);
+    if (i + 1 < probes.size()) e.Jmp(done);
+  }
+  e.Bind(done);
+}
+
 void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
+  FieldSource src = FieldOf(g, expr, ProgramProbes(g)[0]).source;
+  if (src == FieldSource::kProbe || src == FieldSource::kFunc) {
+    GenNameString(g, expr, off, cap);
+    return;
+  }
   GenPerProbe(g, expr, [&](const Field& f, int) { GenStringFieldOf(g, f, off, cap); });
 }
 

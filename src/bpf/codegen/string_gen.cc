@@ -3,6 +3,7 @@
 // comparisons fold to a set of probe indices at compile time.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -52,9 +53,18 @@ void GenProbeSet(Gen& g, const std::vector<int>& matches) {
     e.MovImm(R7, hit ? 1 : 0);
     return;
   }
+  // Only the probes this program serves can be there; none or all of them is a constant (and
+  // a test with no jump to `yes` would leave its code unreachable).
+  std::vector<int> mine = ProgramProbes(g), hits;
+  for (int p : mine)
+    if (std::find(matches.begin(), matches.end(), p) != matches.end()) hits.push_back(p);
+  if (hits.empty() || hits.size() == mine.size()) {
+    e.MovImm(R7, hits.empty() ? 0 : 1);
+    return;
+  }
   Label yes = e.NewLabel(), done = e.NewLabel();
   e.Load(8, R1, R10, kFpProbe);
-  for (int m : matches) e.JmpIfImm(BPF_JEQ, R1, m, yes);
+  for (int m : hits) e.JmpIfImm(BPF_JEQ, R1, m, yes);
   e.MovImm(R7, 0);
   e.Jmp(done);
   e.Bind(yes);
