@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "common/strings.h"
 #include "probes/read_file.h"
@@ -164,10 +166,20 @@ Expected<EventFormat> ParseEventFormat(std::string_view text) {
 
 Expected<EventFormat> ReadEventFormat(const std::string& root, const std::string& category,
                                       const std::string& name) {
+  // Formats do not change while fay runs, and a query may name a probe twice (overlapping
+  // globs) or compile twice: each file is read and parsed once per process.
+  static std::mutex mu;
+  static std::map<std::string, EventFormat> cache;
   std::string path = root + "/events/" + category + "/" + name + "/format";
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(path); it != cache.end()) return it->second;
+  }
   FAY_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   auto ev = ParseEventFormat(text);
   if (!ev.ok()) return Error(Code::kIo, path + ": " + ev.status().message());
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(path, *ev);
   return ev;
 }
 
