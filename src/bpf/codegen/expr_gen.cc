@@ -93,14 +93,10 @@ void GenIntIn(Gen& g, const Expr& expr) {
     e.MovImm(R7, 0);
     return;
   }
-  Label yes = e.NewLabel(), no = e.NewLabel(), done = e.NewLabel();
+  Label yes = e.NewLabel(), no = e.NewLabel();
   GenSearch(e, vals, 0, vals.size(), yes, no);
   e.Bind(no);
-  e.MovImm(R7, 0);
-  e.Jmp(done);
-  e.Bind(yes);
-  e.MovImm(R7, 1);
-  e.Bind(done);
+  GenBoolTail(g, yes);
 }
 
 void GenBinary(Gen& g, const Expr& expr) {
@@ -119,13 +115,9 @@ void GenBinary(Gen& g, const Expr& expr) {
 
   bool is_unsigned = BothUnsigned(expr);
   if (IsCompare(op)) {
-    Label yes = e.NewLabel(), done = e.NewLabel();
+    Label yes = e.NewLabel();
     e.JmpIf(CompareOp(op, is_unsigned), R7, R1, yes);
-    e.MovImm(R7, 0);
-    e.Jmp(done);
-    e.Bind(yes);
-    e.MovImm(R7, 1);
-    e.Bind(done);
+    GenBoolTail(g, yes);
     return;
   }
   if (op == "+")
@@ -216,6 +208,16 @@ void GenLog2(Gen& g, Reg v, Reg out) {
     e.AluImm(BPF_ADD, out, s);
     e.Bind(skip);
   }
+}
+
+void GenBoolTail(Gen& g, Label yes) {
+  Emitter& e = g.e;
+  Label done = e.NewLabel();
+  e.MovImm(R7, 0);
+  e.Jmp(done);
+  e.Bind(yes);
+  e.MovImm(R7, 1);
+  e.Bind(done);
 }
 
 }  // namespace fay::bpf

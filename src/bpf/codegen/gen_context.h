@@ -115,6 +115,9 @@ void GenBuildKey(Gen& g);                         // plan.keys into R9+0
 void GenAggregate(Gen& g);                        // find/insert the key, update states
 void GenSelect(Gen& g);                           // ring-buffer record of plan.keys
 void GenBumpStat(Gen& g, StatIndex which);        // per-CPU counter += 1
+// The tail of a test that jumps to `yes` when true: R7 = 0 where the code falls through to
+// here, R7 = 1 at `yes`.
+void GenBoolTail(Gen& g, Label yes);
 void GenLog2(Gen& g, Reg v, Reg out);
 // R0 = bpf_map_lookup_elem(map, fp-8): the key the caller stored in the helper key slot.
 void GenLookupFpKey(Gen& g, int map);  // out = floor(log2(v)), v > 0; clobbers v, R5

@@ -62,14 +62,10 @@ void GenProbeSet(Gen& g, const std::vector<int>& matches) {
     e.MovImm(R7, hits.empty() ? 0 : 1);
     return;
   }
-  Label yes = e.NewLabel(), done = e.NewLabel();
+  Label yes = e.NewLabel();
   e.Load(8, R1, R10, kFpProbe);
   for (int m : hits) e.JmpIfImm(BPF_JEQ, R1, m, yes);
-  e.MovImm(R7, 0);
-  e.Jmp(done);
-  e.Bind(yes);
-  e.MovImm(R7, 1);
-  e.Bind(done);
+  GenBoolTail(g, yes);
 }
 
 std::vector<int> MatchingProbes(const Gen& g, const Expr& field, const std::string& lit,
@@ -257,18 +253,14 @@ void GenStringIn(Gen& g, const Expr& expr) {
   if (always || tests.empty()) {
     e.MovImm(R7, always ? 1 : 0);
   } else {
-    Label yes = e.NewLabel(), done = e.NewLabel();
+    Label yes = e.NewLabel();
     for (const Expr* item : tests) {
       Label next = e.NewLabel();
       GenMatchLiteral(g, buf, item->str_value, HasGlob(item->str_value), next);
       e.Jmp(yes);
       e.Bind(next);
     }
-    e.MovImm(R7, 0);
-    e.Jmp(done);
-    e.Bind(yes);
-    e.MovImm(R7, 1);
-    e.Bind(done);
+    GenBoolTail(g, yes);
   }
   g.FreeStr();
 }
