@@ -9,7 +9,7 @@ FAY=${1:-build/fay}
 MUTATIONS=${2:-2000}
 QUERIES=${3:-1000}
 SEED=${4:-1}
-PROGS=$(dirname "$FAY")/tests/testprogs
+PROGS=${FAY_TESTPROGS:-$(dirname "$FAY")/tests/testprogs}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/pc"
