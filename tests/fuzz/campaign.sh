@@ -18,11 +18,14 @@ mkdir "$dir/pc"
 "$FAY" record -q --backend ptrace -o "$dir/p.fay" -- "$PROGS/path_calls" "$dir/pc" 20
 fail=0
 half=$((MUTATIONS / 2))
+# Each tool's whole report goes to a file; its summary and any failure are shown.
 for t in w p; do
   python3 "$(dirname "$0")/fay_mutate.py" run --fay "$FAY" "$dir/$t.fay" -n "$half" \
-    --seed "$SEED" | tail -3 || fail=1
+    --seed "$SEED" > "$dir/$t.out" || fail=1
+  grep -E '^(seed|FAIL)' "$dir/$t.out"
 done
 python3 "$(dirname "$0")/gen_queries.py" --fay "$FAY" --trace "$dir/p.fay" -n "$QUERIES" \
-  --seed "$SEED" --live-every 3 | tail -20 || fail=1
+  --seed "$SEED" --live-every 3 > "$dir/q.out" || fail=1
+grep -E '^(queries|FAIL)' "$dir/q.out" | tail -40
 [ $fail = 0 ] && echo "campaign: passed" || echo "campaign: FAILED"
 exit $fail
