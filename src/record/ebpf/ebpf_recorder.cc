@@ -879,12 +879,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
     auto throttle = Throttle::Create();
     if (!throttle.ok())
       // --loss=drop is a way out only for a user the kernel lets load programs at all.
-      return Error(Code::kUnsupported,
-                   throttle.status().message() +
-                       (geteuid() == 0
-                            ? "; hint: --loss=drop records without throttling, counting what it "
-                              "loses"
-                            : "; the eBPF backend needs root"));
+      return Error(
+          Code::kUnsupported,
+          throttle.status().message() +
+              (geteuid() == 0 ? "; hint: --loss=drop records without throttling, counting what it "
+                                "loses"
+                              : "; the eBPF backend needs root"));
     throttle_ = std::move(throttle).value();
     FAY_RETURN_IF_ERROR(throttle_->StartWatchdog());
   }
