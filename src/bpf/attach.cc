@@ -21,10 +21,6 @@
 
 namespace fay::bpf {
 
-namespace {
-constexpr uint32_t kAttachUprobeMultiType = 48;  // BPF_TRACE_UPROBE_MULTI (kernel 6.6 uapi)
-}  // namespace
-
 void Link::Merge(Link&& other) {
   for (auto& fd : other.fds_) fds_.push_back(std::move(fd));
   other.fds_.clear();
@@ -217,12 +213,12 @@ Expected<Link> AttachUprobeMulti(const Program& prog, const std::string& path,
     uint8_t rest[64];  // the remainder of union bpf_attr's link_create, zero
   } attr{};
   attr.prog_fd = static_cast<uint32_t>(prog.fd());
-  attr.attach_type = kAttachUprobeMultiType;
+  attr.attach_type = kAttachUprobeMulti;
   attr.path = reinterpret_cast<uint64_t>(path.c_str());
   attr.offsets = reinterpret_cast<uint64_t>(offsets.data());
   attr.cookies = reinterpret_cast<uint64_t>(cookies.data());
   attr.cnt = static_cast<uint32_t>(offsets.size());
-  attr.multi_flags = retprobe ? 1u : 0u;  // BPF_F_UPROBE_MULTI_RETURN
+  attr.multi_flags = retprobe ? kUprobeMultiReturn : 0u;
   int fd = static_cast<int>(syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr)));
   if (fd < 0) {
     int err = errno;

@@ -35,6 +35,10 @@ Expected<Link> AttachRawTracepoint(const Program& prog, const std::string& name)
 // is the one its attach_btf_id named at load.
 Expected<Link> AttachTypedTracepoint(const Program& prog);
 // `file_offset` is the offset of the probed instruction in `path` (not its virtual address).
+// From kernel 6.6's uapi, which Debian 12's libbpf and headers predate.
+constexpr uint32_t kAttachUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
+constexpr uint32_t kUprobeMultiReturn = 1;   // BPF_F_UPROBE_MULTI_RETURN
+
 // The kernel has uprobe_multi links (6.6 and later).
 bool UprobeMultiSupported();
 // One uprobe_multi link: every file offset of `path` runs `prog` (loaded with expected attach

@@ -28,22 +28,6 @@ Expected<int> TracepointId(const std::string& category, const std::string& name)
   return id;
 }
 
-// Children of `pid`, from /proc/PID/task/*/children.
-std::vector<pid_t> ChildrenOf(pid_t pid) {
-  std::vector<pid_t> out;
-  std::string dir = fmt::format("/proc/{}/task", pid);
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* ent = readdir(d)) {
-    if (ent->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + ent->d_name + "/children");
-    pid_t c;
-    while (in >> c) out.push_back(c);
-  }
-  closedir(d);
-  return out;
-}
-
 // The tasks (thread ids) of process `pid`, from /proc/PID/task.
 std::vector<pid_t> TasksOf(pid_t pid) {
   std::vector<pid_t> out;
@@ -53,6 +37,17 @@ std::vector<pid_t> TasksOf(pid_t pid) {
   while (dirent* ent = readdir(d))
     if (ent->d_name[0] != '.') out.push_back(static_cast<pid_t>(atoi(ent->d_name)));
   closedir(d);
+  return out;
+}
+
+// Children of `pid`, from /proc/PID/task/*/children.
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  for (pid_t tid : TasksOf(pid)) {
+    std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, tid));
+    pid_t c;
+    while (in >> c) out.push_back(c);
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "bpf/attach.h"
 #include "bpf/emitter.h"
 #include "common/status.h"
 #include "query/plan.h"
@@ -53,9 +54,6 @@ constexpr int kMaxSyscalls = 512;
 constexpr int kScopeActive = 1;
 constexpr int kScopePendingExec = 2;
 constexpr int kSysExecve = 59, kSysExecveat = 322;  // x86-64
-// From kernel 6.6's uapi, which Debian 12's headers predate.
-constexpr uint32_t kAttachUprobeMulti = 48;  // BPF_TRACE_UPROBE_MULTI
-constexpr uint32_t kUprobeMultiReturn = 1;   // BPF_F_UPROBE_MULTI_RETURN
 // Syscall probes run as raw tracepoint programs on sys_enter/sys_exit: the kernel then skips
 // building a trace record, which is most of what a syscall tracepoint costs. The prologue builds
 // the record the rest of the code generator reads (raw_syscalls layout: id at +8, args or ret at
