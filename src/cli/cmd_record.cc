@@ -91,10 +91,10 @@ Runner RegisterRecord(CLI::App& app) {
   cmd->add_option(
       "--max-buffer", c->max_buffer,
       "capture at most this many bytes of each buffer (default: whole buffers; ebpf: up to "
-      "a quarter of the ring, 4M by default)");
+      "a quarter of the ring, 8M by default)");
   cmd->add_option("--ring-size", c->ring_size,
-                  "ebpf: each ring buffer between probes and fay, a power of two (default: 16M; "
-                  "32M shared by several rings)");
+                  "ebpf: each ring buffer between probes and fay, a power of two (default: 32M; "
+                  "64M shared by several rings)");
   cmd->add_option("--consumers", c->opt.consumers,
                   "ebpf: threads writing the trace, each reading a ring of its own; a thread's "
                   "calls all go to one (default: one per 4 CPUs, at most 8)")

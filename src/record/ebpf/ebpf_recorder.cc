@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -349,15 +350,19 @@ Status TaskOffsetsFromBtf(ProbeOptions* o) {
 }
 
 // One ring's default size. Its pages are allocated, zeroed and charged to the memory cgroup at
-// every start, one at a time (3.5 ms of CPU per 16 MiB on a cgroup v1 host), and they are
-// mapped, and unmapped at the end: W3 took 165 against 172 ms with 16 MiB instead of 32 (medians
-// of 15 interleaved runs), W1 581 against 603. Several rings share twice that: each consumer
-// then has a CPU of its own, and a ring of a quarter of this would make W1's busy thread wait.
-constexpr uint64_t kDefaultRingBytes = 16ull << 20;
-constexpr uint64_t kDefaultSharedRingBytes = 32ull << 20;
+// every start (3.5 ms of CPU per 16 MiB on a cgroup v1 host). It was 16 MiB for that, but the
+// half above the governor's mark is all that absorbs the time the governor is kept from running,
+// and stalls of 3 to 6 ms (a CPU zeroing another ring in the kernel, which this kernel does not
+// preempt) let three writers at full speed overflow 8 MiB beside other recordings. With 32 MiB
+// W3 took no longer (333 against 358 ms, medians of 9 interleaved runs here) and W5 paused 46
+// times instead of 99. Several rings share twice that: each consumer then has a CPU of its own.
+constexpr uint64_t kDefaultRingBytes = 32ull << 20;
+constexpr uint64_t kDefaultSharedRingBytes = 64ull << 20;
 // How long a consumer sleeps on an empty ring: while records come, and at most while none do.
 constexpr int kConsumerWaitMs = 2;
 constexpr int kConsumerIdleWaitMs = 32;
+// A consumer looks at its ring's fill between drains of this much (--loss=block).
+constexpr uint64_t kAssistBytes = 1 << 20;
 // The governor's look while the rings are calm, should a wakeup from the probes not come.
 constexpr long kGovernorCalmWaitMs = 20;
 
@@ -422,7 +427,10 @@ class EbpfRecorder {
     uint64_t syscalls = 0, processes = 0, threads = 0;  // handed to the writer; forks seen
   };
   void Consume(Lane& l);
-  void Govern();
+  // Runs until governor_stopping_; sets ready once it looks at the rings at real-time priority.
+  void Govern(std::promise<void>& ready);
+  // --loss=block freezes the program while a ring holds more than this.
+  uint64_t FreezeMark() const { return ring_bytes_ / 2; }
   void OnRecord(Lane& l, const void* data, size_t size);
   void Deliver(Lane& l);
   void DrainStaged();
@@ -733,10 +741,23 @@ void EbpfRecorder::Consume(Lane& l) {
   // do. Small, frequent drains read the ring while it is still in the cache and leave less to
   // drain at the end: W3 took 171 ms against 178 with a look every 5 ms (medians of 25
   // interleaved runs).
+  //
+  // --loss=block: between megabytes the consumer freezes the program itself once its ring is
+  // past the governor's mark. It is running while the ring fills, where the governor must be
+  // woken, and a wakeup of even a real-time thread took 1 to 10 ms beside other kernel work
+  // (this kernel does not preempt it): three full-speed writers lost events. The governor
+  // still thaws.
+  auto assist = [this, &l] {
+    if (throttle_ && !throttle_->frozen() && l.ring->Pending() > FreezeMark()) throttle_->Freeze();
+  };
   int wait_ms = kConsumerWaitMs;
   for (;;) {
     bool stopping = consumer_stop_.load(std::memory_order_acquire);
-    uint64_t n = l.ring->Drain(feed);
+    uint64_t n = 0;
+    for (uint64_t got = kAssistBytes; got >= kAssistBytes; n += got) {
+      assist();
+      got = l.ring->Drain(feed, kAssistBytes);
+    }
     Deliver(l);
     if (n > 0) {
       wait_ms = kConsumerWaitMs;
@@ -789,7 +810,7 @@ Status EbpfRecorder::GovernorEvents() {
 // Looking every millisecond instead, as it did before the probes could wake it, cost W3 6.6 ms
 // of the program's own time (medians of 15 interleaved runs): each look preempts what runs
 // where it wakes.
-void EbpfRecorder::Govern() {
+void EbpfRecorder::Govern(std::promise<void>& ready) {
   // While calm it wakes on one CPU only, the last fay may use: the program then mostly runs
   // elsewhere. Under pressure it may wake anywhere, so that a look lands on a CPU the frozen
   // program left idle. The consumer stays free: pinned beside this thread, W2 (whose consumer is
@@ -807,7 +828,7 @@ void EbpfRecorder::Govern() {
   (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt);
   // Busy past the mark at which the probes wake this thread: one value, so that it never sleeps
   // on a ring the probes will not wake it for.
-  const uint64_t high = ring_bytes_ / 2, low = ring_bytes_ / 8, busy = po_.wake_bytes;
+  const uint64_t high = FreezeMark(), low = ring_bytes_ / 8, busy = po_.wake_bytes;
   uint64_t* asleep = asleep_.get() + kGovernorWakeSlot;
   auto pending = [this] {
     uint64_t p = 0;
@@ -815,12 +836,17 @@ void EbpfRecorder::Govern() {
     return p;
   };
   bool fine_timeouts = true;
+  bool told_ready = false;
   for (;;) {
     uint64_t now = pending();
     if (!throttle_->frozen() && now > high)
       throttle_->Freeze();
     else if (throttle_->frozen() && now < low)
       throttle_->Thaw();
+    if (!told_ready) {
+      ready.set_value();
+      told_ready = true;
+    }
     bool pressed = throttle_->frozen() || now > busy;
     pin(!pressed);
     timespec pause{0, 100'000};
@@ -962,12 +988,17 @@ Expected<RecordResult> EbpfRecorder::Run() {
       NameThisThread("fay-consumer");
       Consume(*lp);
     });
+  // The command runs only once the governor looks at the rings: a governor thread the
+  // scheduler started late (a busy machine) let the ring fill and lose thousands of events.
+  std::promise<void> governor_ready;
   std::thread governor;
-  if (throttle_)
-    governor = std::thread([this] {
+  if (throttle_) {
+    governor = std::thread([this, &governor_ready] {
       NameThisThread("fay-governor");
-      Govern();
+      Govern(governor_ready);
     });
+    governor_ready.get_future().wait();
+  }
 
   signals.Handle(OnStopSignal);
 
@@ -1033,6 +1064,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
                    "CPU {}\n",
                    v[kStatLostRecords], v[kStatLostFragments], cpu);
     }
+    // --loss=block promised nothing would be lost: said even under -q.
+    if (result_.lost_events && block_ && opt_.quiet)
+      fmt::print(stderr,
+                 "fay: warning: {} events lost although --loss=block froze the program (fay "
+                 "was kept from running); fay info shows them per CPU\n",
+                 result_.lost_events);
     if (result_.lost_events && !opt_.quiet)
       fmt::print(stderr, "fay: hint: --ring-size {} (now {}){}\n", RingSizeText(ring_bytes_ * 4),
                  RingSizeText(ring_bytes_), block_ ? "" : " or --loss=block");

@@ -127,6 +127,7 @@ Status Throttle::Adopt(pid_t pid) {
 }
 
 void Throttle::Freeze() {
+  std::lock_guard lk(mu_);
   if (frozen_) return;
   if (WriteFile(freeze_file_, frozen_value_)) {
     frozen_ = true;
@@ -135,6 +136,7 @@ void Throttle::Freeze() {
 }
 
 void Throttle::Thaw() {
+  std::lock_guard lk(mu_);
   if (!frozen_) return;
   WriteFile(freeze_file_, thawed_value_);
   frozen_ = false;

@@ -7,7 +7,9 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/status.h"
@@ -42,10 +44,15 @@ class Throttle {
   // no grandchild runs on unrecorded or stays frozen. A normal end tells it to go.
   Status StartWatchdog();
 
+  // Thread-safe: the governor freezes and thaws, a consumer that sees its ring past the mark
+  // freezes too (the governor may be kept from running).
   void Freeze();
   void Thaw();
-  bool frozen() const { return frozen_; }
-  uint64_t freezes() const { return freezes_; }
+  bool frozen() const { return frozen_.load(std::memory_order_acquire); }
+  uint64_t freezes() const {
+    std::lock_guard lk(mu_);
+    return freezes_;
+  }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -56,7 +63,8 @@ class Throttle {
   int fd_ = -1;           // the cgroup directory (v2 only)
   int watchdog_fd_ = -1;  // the write end of the watchdog's pipe: EOF without a byte = fay died
   pid_t watchdog_pid_ = -1;
-  bool frozen_ = false;
+  mutable std::mutex mu_;  // orders the writes to freeze_file_ with frozen_
+  std::atomic<bool> frozen_{false};
   uint64_t freezes_ = 0;
 };
 

@@ -193,7 +193,7 @@ TEST_F(RecordFile, HeaderEventsAndExitStatus) {
   EXPECT_EQ(info.backend, "ebpf");  // the default where the kernel permits it
   EXPECT_EQ(info.arch, "x86_64");
   EXPECT_EQ(info.syscall_filter, "");
-  EXPECT_EQ(info.max_buffer, 4u << 20);  // a quarter of the default 16 MiB ring
+  EXPECT_EQ(info.max_buffer, 8u << 20);  // a quarter of the default 32 MiB ring
   EXPECT_NE(std::find(info.env.begin(), info.env.end(), "FAY_RECORD_TEST_MARK=a b=c"),
             info.env.end());
   EXPECT_GT(info.anchor_realtime_ns, 0u);
