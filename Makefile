@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test demo bench fresh-check format clean
+.PHONY: all deps configure build test fuzz-smoke demo bench fresh-check format clean
 
 all: build
 
@@ -18,6 +18,11 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
+
+# The libFuzzer targets (tests/fuzz) with clang and the sanitizers, 30 s each from the kept corpus.
+# A separate build directory; CI runs it after test.
+fuzz-smoke: deps
+	@./scripts/fuzz_smoke.sh
 
 demo: build
 	$(BUILD)/fay query 'syscall:* | count() as calls by comm | top 15 | for 5s'

@@ -115,7 +115,21 @@ std::string Reader::Where(const ChunkRef& c) const {
 }
 
 Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
-  Bytes buf(kChunkHeaderSize + c.stored_length);
+  Bytes buf;
+  FAY_RETURN_IF_ERROR(ReadStored(c, h, &buf));
+  const uint8_t* payload = buf.data() + kChunkHeaderSize;
+  if (h->codec == Codec::kNone) {
+    raw->assign(payload, payload + h->stored_length);
+    return Status::Ok();
+  }
+  Status st = zstd_->Decompress(payload, h->stored_length, h->raw_length, raw);
+  if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
+  return Status::Ok();
+}
+
+Status Reader::ReadStored(const ChunkRef& c, ChunkHeader* h, Bytes* out) {
+  Bytes& buf = *out;
+  buf.resize(kChunkHeaderSize + c.stored_length);
   size_t got;
   FAY_RETURN_IF_ERROR(
       ReadAt(fd_.get(), c.offset, buf.data(), buf.size(), &got, "reading " + path_));
@@ -150,19 +164,13 @@ Status Reader::LoadChunk(const ChunkRef& c, ChunkHeader* h, Bytes* raw) {
                     "the {} payload bytes at offset {} are corrupt",
                     Where(c), h->payload_crc, crc, h->stored_length, c.offset + kChunkHeaderSize));
   FAY_RETURN_IF_ERROR(CheckClaim(c, *h, payload));
-  if (h->codec == Codec::kNone) {
-    if (h->stored_length != h->raw_length)
-      return Error(Code::kIo, fmt::format("{}: uncompressed chunk with stored length {} != raw "
-                                          "length {}",
-                                          Where(c), h->stored_length, h->raw_length));
-    raw->assign(payload, payload + h->stored_length);
-    return Status::Ok();
-  }
-  if (h->codec != Codec::kZstd)
+  if (h->codec == Codec::kNone && h->stored_length != h->raw_length)
+    return Error(Code::kIo, fmt::format("{}: uncompressed chunk with stored length {} != raw "
+                                        "length {}",
+                                        Where(c), h->stored_length, h->raw_length));
+  if (h->codec != Codec::kNone && h->codec != Codec::kZstd)
     return Error(Code::kIo,
                  fmt::format("{}: unknown codec {}", Where(c), static_cast<int>(h->codec)));
-  Status st = zstd_->Decompress(payload, h->stored_length, h->raw_length, raw);
-  if (!st.ok()) return Error(Code::kIo, Where(c) + ": " + st.message());
   return Status::Ok();
 }
 
@@ -699,10 +707,7 @@ Status Reader::Walk(const ReadFilter& filter, const std::function<void(SyscallEv
     const ChunkRef& c = chunks_[i];
     if (c.type == ChunkType::kBlobs) {
       // Without a footer the only way to learn a blob chunk's hashes is to read it.
-      if (!has_footer_) {
-        auto loaded = BlobChunk(i);
-        if (!loaded.ok()) return loaded.status();
-      }
+      if (!has_footer_) FAY_RETURN_IF_ERROR(IndexBlobChunk(i));
       continue;
     }
     if (c.type != ChunkType::kEvents) continue;  // a chunk type from a newer minor
@@ -734,8 +739,7 @@ Status Reader::WalkMerged(const ReadFilter& filter, const DecodeSinks& sinks) {
     if (c.type == ChunkType::kBlobs && !has_footer_) {
       // Without a footer a blob chunk's hashes are learned by reading it; another stream's
       // events may need it before the walk would reach it.
-      auto loaded = BlobChunk(i);
-      if (!loaded.ok()) return loaded.status();
+      FAY_RETURN_IF_ERROR(IndexBlobChunk(i));
     }
     if (c.type != ChunkType::kEvents) continue;
     if (!filter.MayMatch(c)) {

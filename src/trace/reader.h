@@ -190,6 +190,12 @@ class Reader {
   // Reads, checks and decompresses a chunk; *header receives its decoded header.
   Status LoadChunk(const ChunkRef& c, ChunkHeader* header, Bytes* raw);
   Expected<std::shared_ptr<const Bytes>> BlobChunk(uint32_t index);
+  // Without a footer: learns a blob chunk's hashes. A large zstd chunk is read as a stream,
+  // hashing each blob as it passes, so that a chunk claiming a gigabyte costs a window, not a
+  // gigabyte, until a blob of it is used (blob_index.cc).
+  Status IndexBlobChunk(uint32_t index);
+  // LoadChunk's first half: the stored bytes, their header and CRC checked, the claim bounded.
+  Status ReadStored(const ChunkRef& c, ChunkHeader* header, Bytes* buf);
   // Walk's order for a file of several streams (see kMaxStreams): each stream's events in file
   // order, the streams merged by time.
   Status WalkMerged(const ReadFilter& filter, const DecodeSinks& sinks);

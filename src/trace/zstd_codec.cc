@@ -70,4 +70,31 @@ Status Decompressor::Decompress(const uint8_t* data, size_t n, size_t raw_length
   return Status::Ok();
 }
 
+Status Decompressor::Stream(const uint8_t* data, size_t n, size_t raw_length,
+                            const std::function<Status(const uint8_t*, size_t)>& piece) {
+  ZSTD_DCtx_reset(ctx_.get(), ZSTD_reset_session_only);
+  Bytes window(std::min<size_t>(raw_length, 256 << 10) + 1);
+  ZSTD_inBuffer in{data, n, 0};
+  size_t total = 0;
+  for (;;) {
+    ZSTD_outBuffer o{window.data(), window.size(), 0};
+    size_t left = ZSTD_decompressStream(ctx_.get(), &o, &in);
+    if (ZSTD_isError(left))
+      return Error(Code::kIo, fmt::format("zstd: {}", ZSTD_getErrorName(left)));
+    total += o.pos;
+    if (total > raw_length)
+      return Error(Code::kIo,
+                   fmt::format("zstd: more than the {} bytes the header says", raw_length));
+    if (o.pos) FAY_RETURN_IF_ERROR(piece(window.data(), o.pos));
+    if (left == 0) break;  // the frame is complete
+    if (in.pos == in.size && o.pos < o.size)
+      return Error(Code::kIo, fmt::format("zstd: frame ends after {} bytes, header says {}", total,
+                                          raw_length));
+  }
+  if (total != raw_length)
+    return Error(Code::kIo, fmt::format("zstd: {} bytes after decompression, header says {}", total,
+                                        raw_length));
+  return Status::Ok();
+}
+
 }  // namespace fay::trace

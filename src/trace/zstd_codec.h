@@ -3,6 +3,8 @@
 
 #include <zstd.h>
 
+#include <functional>
+
 #include <memory>
 
 #include "common/status.h"
@@ -33,6 +35,10 @@ class Decompressor {
   Decompressor() : ctx_(ZSTD_createDCtx()) {}
   // Fails unless the frame decompresses to exactly raw_length bytes.
   Status Decompress(const uint8_t* data, size_t n, size_t raw_length, Bytes* out);
+  // The same frame handed to `piece` a window at a time, nothing kept: fails as Decompress
+  // does, or with piece's first error.
+  Status Stream(const uint8_t* data, size_t n, size_t raw_length,
+                const std::function<Status(const uint8_t*, size_t)>& piece);
 
  private:
   struct Free {

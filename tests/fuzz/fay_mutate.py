@@ -4,6 +4,7 @@ trace reader over them.
 
   fay_mutate.py craft MUTATION IN OUT [ARG]   one named mutation, every CRC recomputed
   fay_mutate.py run --fay FAY TRACE [-n N] [--seed S] [--keep DIR]
+  fay_mutate.py seeds OUTDIR TRACE...          fuzz_codecs seeds: each chunk's payload
 
 `run` applies N random mutations (a seeded, repeatable sequence) to TRACE and runs `fay info`,
 `info --check`, `dump -x`, two `query -i` (one reading str() of the buffers) and
@@ -400,6 +401,30 @@ def cmd_run(a):
     return 1 if failures else 0
 
 
+def cmd_seeds(a):
+    """fuzz_codecs seeds from real traces: each chunk's payload, uncompressed, behind the
+    selector byte and the record count fuzz_codecs.cc reads (blobs 0, events 1 and 2, footer 3,
+    header 4)."""
+    selectors = {2: [0], 3: [1, 2], 4: [3], 1: [4]}
+    os.makedirs(a.out, exist_ok=True)
+    n = 0
+    for path in a.traces:
+        _, chunks = parse(open(path, "rb").read())
+        base = os.path.splitext(os.path.basename(path))[0]
+        seen = set()
+        for i, c in enumerate(chunks):
+            for sel in selectors.get(c.type, []):
+                if (c.type, sel) in seen and c.type != 3:
+                    continue
+                seen.add((c.type, sel))
+                raw = c.raw()
+                with open(os.path.join(a.out, "%s-%d-%d" % (base, i, sel)), "wb") as f:
+                    f.write(bytes([sel]) + struct.pack("<I", c.count) + raw)
+                n += 1
+    print("%d codec seeds in %s" % (n, a.out))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -416,7 +441,12 @@ def main():
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--only", choices=MUTATIONS)
     r.add_argument("--keep", help="keep the mutated files here")
+    sd = sub.add_parser("seeds")
+    sd.add_argument("out")
+    sd.add_argument("traces", nargs="+")
     a = ap.parse_args()
+    if a.cmd == "seeds":
+        return cmd_seeds(a)
     if a.cmd == "craft":
         data = mutate(a.mutation, open(a.input, "rb").read(), random.Random(a.seed), craft=True)
         if data is None:

@@ -2,6 +2,7 @@
 """Generated queries against fay, for the hardening campaign (tests/fuzz/campaign.sh).
 
   gen_queries.py --fay FAY --trace T.fay [-n N] [--seed S] [--live-every K]
+  gen_queries.py --print [-n N] [--seed S]      the queries alone (the fuzz_query seeds)
 
 Builds N random queries from the language's pieces (probes, fields, operators, strings at and
 around their boundary lengths, globs, `in` lists of every size, aggregates, stages), valid and
@@ -111,13 +112,21 @@ def run(argv, timeout=20):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fay", required=True)
-    ap.add_argument("--trace", required=True)
+    ap.add_argument("--fay")
+    ap.add_argument("--trace")
+    ap.add_argument("--print", action="store_true",
+                    help="print the N queries, one per line, and run nothing (fuzz seeds)")
     ap.add_argument("-n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--live-every", type=int, default=5)
     a = ap.parse_args()
     r = random.Random(a.seed)
+    if a.print:
+        for _ in range(a.n):
+            print(query(r))
+        return 0
+    if not a.fay or not a.trace:
+        ap.error("--fay and --trace are needed unless --print")
     bad = 0
     counts = {"offline": 0, "live": 0, "refused": 0}
     for i in range(a.n):

@@ -27,13 +27,13 @@ using testing::ScratchDir;
 // A file built chunk by chunk, with correct CRCs over whatever the chunk headers say.
 class FileBuilder {
  public:
-  FileBuilder() {
+  explicit FileBuilder(const RecordingInfo& info = SampleInfo()) {
     PutRaw(bytes_, kFileMagic, 8);
     PutU16(bytes_, kFormatMajor);
     PutU16(bytes_, kFormatMinor);
     PutU32(bytes_, 0);
     uint32_t fields;
-    Bytes header = EncodeHeader(SampleInfo(), "fay test", &fields);
+    Bytes header = EncodeHeader(info, "fay test", &fields);
     Chunk(ChunkType::kHeader, Codec::kNone, header, header.size(), fields);
   }
 
@@ -216,6 +216,104 @@ TEST(HostileTraceTest, FooterWithManyBlobChunksOpensInLinearTime) {
   EXPECT_EQ(ReadAll(*r, &st).size(), 0u);
   EXPECT_TRUE(st.ok()) << st.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// A footer-less file (a recording that was killed) whose one blob chunk holds 256 MiB of zeros
+// in a few KB and a small blob, then an events chunk. Without a footer the reader learns the
+// chunk's hashes by reading it; an honest whole-buffer recording may hold such a chunk.
+struct BigBlobFile {
+  std::string path;
+  Hash128 small;
+};
+BigBlobFile WriteBigBlobFile(const ScratchDir& dir, bool bad_small_hash) {
+  Bytes raw;
+  {
+    std::vector<uint8_t> zeros(size_t{256} << 20);
+    EncodeBlob(HashBlob(zeros.data(), zeros.size()), zeros, &raw);
+  }
+  // A write of 64 bytes: past kInlineMax, so its buffer is a blob of the chunk.
+  SyscallEvent w = Getpid();
+  w.nr = 1;
+  w.ret = 64;
+  CapturedBuffer buf;
+  buf.arg = 1;
+  buf.length = 64;
+  buf.bytes.assign(64, 'h');
+  w.buffers.push_back(buf);
+  Hash128 small = HashBlob(buf.bytes.data(), buf.bytes.size());
+  Hash128 stored = small;
+  if (bad_small_hash) stored.lo ^= 1;
+  EncodeBlob(stored, buf.bytes, &raw);
+  Bytes z;
+  Compressor comp(1);
+  EXPECT_TRUE(comp.Compress(raw, &z).ok());
+  RecordingInfo whole = SampleInfo();
+  whole.max_buffer = 0;  // whole buffers, as the ptrace backend records them
+  FileBuilder b(whole);
+  b.Chunk(ChunkType::kBlobs, Codec::kZstd, z, static_cast<uint32_t>(raw.size()), 2);
+  Bytes events;
+  EventEncoder enc;
+  enc.Syscall(
+      w, [](const Hash128&, const std::vector<uint8_t>&) {}, &events);
+  b.Chunk(ChunkType::kEvents, Codec::kNone, events, static_cast<uint32_t>(events.size()), 1);
+  return BigBlobFile{b.Write(dir, "bigblob.fay"), small};
+}
+
+size_t VmSizeBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmSize:", 0) == 0) return std::stoull(line.substr(7)) << 10;
+  return 0;
+}
+
+void ReadFooterlessUnderLimit(const std::string& path) {
+  size_t limit = VmSizeBytes() + (size_t{128} << 20);
+  struct rlimit lim = {limit, limit};
+  ::setrlimit(RLIMIT_AS, &lim);
+  auto r = Reader::Open(path);
+  if (!r.ok()) _exit(2);
+  r->SkipBlobs(true);  // sizes only, as fay info reads
+  Status st;
+  std::vector<std::string> got = ReadAll(*r, &st);
+  if (got.size() != 1) _exit(3);
+  if (!st.ok()) _exit(4);
+  _exit(r->stats().blobs == 2 ? 0 : 5);
+}
+
+// Reading the events of such a file streams the chunk through a window: under an address-space
+// limit of 128 MiB above what the process already maps, it reads its one event and indexes both
+// blobs. It used to decode the chunk whole, 256 MiB at once.
+TEST(HostileTraceTest, FooterlessBigBlobChunkIsIndexedInAWindow) {
+  ScratchDir dir;
+  BigBlobFile f = WriteBigBlobFile(dir, false);
+  EXPECT_EXIT(ReadFooterlessUnderLimit(f.path), ::testing::ExitedWithCode(0), "");
+}
+
+// The streamed chunk's blobs resolve to their bytes afterwards, and a blob whose bytes do not
+// match its hash is found in the stream, named as DecodeBlobs names it.
+TEST(HostileTraceTest, FooterlessBigBlobChunkChecksEveryHashInTheStream) {
+  ScratchDir dir;
+  {
+    BigBlobFile f = WriteBigBlobFile(dir, false);
+    auto r = Reader::Open(f.path);
+    ASSERT_TRUE(r.ok());
+    std::string got;
+    (void)r->ForEach([&](const SyscallEvent& e) {
+      for (const CapturedBuffer& b : e.buffers) got.assign(b.View().begin(), b.View().end());
+    });
+    EXPECT_EQ(got, std::string(64, 'h'));
+  }
+  BigBlobFile f = WriteBigBlobFile(dir, true);
+  auto r = Reader::Open(f.path);
+  ASSERT_TRUE(r.ok());
+  Status st;
+  EXPECT_TRUE(ReadAll(*r, &st).empty());
+  EXPECT_NE(st.message().find(": chunk 1 (blobs): blob 1 at payload byte 268435477: content does "
+                              "not match its hash " +
+                              HashHex(Hash128{f.small.lo ^ 1, f.small.hi})),
+            std::string::npos)
+      << st.message();
 }
 
 }  // namespace
