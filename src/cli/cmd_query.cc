@@ -17,6 +17,7 @@
 
 #include "bpf/runtime.h"
 #include "cli/commands.h"
+#include "cluster/coordinator.h"
 #include "common/child_process.h"
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
@@ -42,6 +43,11 @@ struct QueryOptions {
   std::string input;
   std::string from, to;  // offsets from the start of the recording: "1.5s", "200ms"
   unsigned threads = 0;
+  // Across hosts (src/cluster): the agents, the tree's fanout, each window's grace.
+  std::string hosts, hosts_file;
+  uint32_t fanout = 32;
+  std::string deadline = "1s";
+  cluster::TlsFiles tls;
 };
 
 uint64_t NowNs(clockid_t clock) {
@@ -156,7 +162,36 @@ int RunTraceQuery(const QueryOptions& opt) {
   return 0;
 }
 
+int RunHostsQuery(const QueryOptions& opt) {
+  cluster::ClusterQueryOptions o;
+  o.query = opt.query;
+  o.format = opt.format;
+  o.fanout = opt.fanout;
+  o.max_keys = opt.max_keys;
+  o.tls = opt.tls;
+  if (!opt.command.empty() || opt.pid || !opt.input.empty())
+    return Fail(Error(Code::kInvalidArgument, "--hosts cannot be combined with -c, -p or -i"));
+  auto d = ParseOffset("--deadline", opt.deadline);
+  if (!d.ok()) return Fail(d.status());
+  o.deadline_ns = *d;
+  std::string list = opt.hosts;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > at) o.hosts.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (!opt.hosts_file.empty()) {
+    auto more = cluster::ReadHostsFile(opt.hosts_file);
+    if (!more.ok()) return Fail(more.status());
+    o.hosts.insert(o.hosts.end(), more->begin(), more->end());
+  }
+  if (o.fanout < 2) return Fail(Error(Code::kInvalidArgument, "--fanout must be at least 2"));
+  return cluster::RunClusterQuery(o);
+}
+
 int RunQuery(const QueryOptions& opt) {
+  if (!opt.hosts.empty() || !opt.hosts_file.empty()) return RunHostsQuery(opt);
   if (!opt.input.empty()) return RunTraceQuery(opt);
   uint64_t t0 = NowNs(CLOCK_MONOTONIC);
   if (opt.format != "text" && opt.format != "json")
@@ -357,6 +392,16 @@ Runner RegisterQuery(CLI::App& app) {
   cmd->add_option("--from", opt->from, "with -i: start at this offset into the recording (1.5s)");
   cmd->add_option("--to", opt->to, "with -i: stop at this offset into the recording");
   cmd->add_option("--threads", opt->threads, "with -i: reader threads (default: one per CPU)");
+  cmd->add_option("--hosts", opt->hosts, "run on these agents (fay agent): H1:P,H2:P,...");
+  cmd->add_option("--hosts-file", opt->hosts_file,
+                  "run on the agents listed, one ADDR:PORT a line");
+  cmd->add_option("--fanout", opt->fanout, "with --hosts: children per node of the tree (32)");
+  cmd->add_option("--deadline", opt->deadline,
+                  "with --hosts: how long past its end a window waits for late hosts (1s)");
+  cmd->add_option("--tls-cert", opt->tls.cert, "with --hosts: this client's certificate (PEM)");
+  cmd->add_option("--tls-key", opt->tls.key, "with --hosts: its private key (PEM)");
+  cmd->add_option("--tls-ca", opt->tls.ca, "with --hosts: the CA that signed the agents' (PEM)");
+  cmd->add_flag("--insecure", opt->tls.insecure, "with --hosts: plaintext, no authentication");
   return [opt, cmd] {
     opt->command_given = cmd->count("--command") > 0;
     return RunQuery(*opt);

@@ -18,5 +18,7 @@ Runner RegisterDump(CLI::App& app);
 Runner RegisterRecord(CLI::App& app);
 Runner RegisterConvert(CLI::App& app);
 Runner RegisterReplay(CLI::App& app);
+Runner RegisterAgent(CLI::App& app);
+Runner RegisterCluster(CLI::App& app);
 
 }  // namespace fay::cli

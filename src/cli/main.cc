@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   runners["record"] = fay::cli::RegisterRecord(app);
   runners["convert"] = fay::cli::RegisterConvert(app);
   runners["replay"] = fay::cli::RegisterReplay(app);
+  runners["agent"] = fay::cli::RegisterAgent(app);
+  runners["cluster"] = fay::cli::RegisterCluster(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

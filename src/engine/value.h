@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -43,10 +44,20 @@ struct Row {
   std::vector<AggState> aggs;  // parallel to Plan::aggs
 };
 
+// Which hosts a cluster window covers (src/cluster): every host expected, those that answered,
+// and why each other one did not ("h17: deadline").
+struct Coverage {
+  uint32_t answered = 0;
+  uint32_t expected = 0;
+  std::vector<std::string> missing;  // "NAME: reason", one per host that did not answer
+  bool truncated = false;            // a merge hit its key bound
+};
+
 // The aggregated result of one window.
 struct ResultSet {
   uint64_t window_end_ns = 0;  // CLOCK_REALTIME ns
   std::vector<Row> rows;
+  std::optional<Coverage> coverage;  // set for cluster queries only
 };
 
 // Counters reported in the end-of-run summary.

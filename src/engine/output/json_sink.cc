@@ -59,7 +59,17 @@ class JsonSink : public OutputSink {
   explicit JsonSink(FILE* out) : out_(out) {}
 
   void Window(const Plan& plan, const ResultSet& rs) override {
-    for (size_t r : RowOrder(plan, rs)) {
+    std::vector<size_t> order = RowOrder(plan, rs);
+    // A cluster window with no rows still says which hosts it covers.
+    if (order.empty() && rs.coverage) {
+      Json o = Json::object();
+      o["window"] = rs.window_end_ns;
+      o["hosts_answered"] = rs.coverage->answered;
+      o["hosts_expected"] = rs.coverage->expected;
+      if (rs.coverage->truncated) o["truncated"] = true;
+      Write(o);
+    }
+    for (size_t r : order) {
       const Row& row = rs.rows[r];
       Json o = Json::object();
       for (size_t k = 0; k < plan.keys.size() && k < row.keys.size(); ++k) {
@@ -69,6 +79,11 @@ class JsonSink : public OutputSink {
         o[plan.aggs[a].item->name] = AggJson(*plan.aggs[a].item, row.aggs[a]);
       }
       o["window"] = rs.window_end_ns;
+      if (rs.coverage) {
+        o["hosts_answered"] = rs.coverage->answered;
+        o["hosts_expected"] = rs.coverage->expected;
+        if (rs.coverage->truncated) o["truncated"] = true;
+      }
       Write(o);
     }
   }

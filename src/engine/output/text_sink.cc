@@ -53,6 +53,19 @@ class TextSink : public OutputSink {
                               [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
     std::vector<size_t> order = RowOrder(plan, rs);
     text += blocks ? Blocks(plan, rs, order) : Table(plan, rs, order);
+    if (rs.coverage) {
+      const Coverage& c = *rs.coverage;
+      text += fmt::format("hosts: {} of {} answered", c.answered, c.expected);
+      if (!c.missing.empty()) {
+        text += " (";
+        for (size_t i = 0; i < c.missing.size() && i < 20; ++i)
+          text += (i ? ", " : "") + c.missing[i];
+        if (c.missing.size() > 20) text += fmt::format(", and {} more", c.missing.size() - 20);
+        text += ")";
+      }
+      if (c.truncated) text += "; truncated: the merge hit its key bound";
+      text += "\n";
+    }
     fputs(text.c_str(), out_);
   }
 

@@ -1,0 +1,33 @@
+// `fay agent`: one per host. It serves the cluster protocol (fay_cluster.proto): compiles the
+// query text it is sent against its own kernel, runs it, and streams one state per window,
+// merged with the subtree it is given when it is an inner node of the tree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cluster/channel.h"
+#include "common/status.h"
+
+namespace fay::cluster {
+
+// What a query may ask of this host; a request past one is refused with the reason.
+struct AgentLimits {
+  uint32_t max_queries = 4;                            // running at once
+  uint32_t max_probes = 1024;                          // attached by one query
+  uint32_t max_keys = 65536;                           // one query's aggregation map (its memory)
+  uint64_t min_every_ns = 100'000'000;                 // at most 10 windows a second
+  uint64_t max_for_ns = 24ull * 3600 * 1'000'000'000;  // a day; open-ended queries are leased
+};
+
+struct AgentOptions {
+  std::string listen;  // ADDR:PORT, the only address it listens on
+  std::string name;    // the host's label (default: the hostname)
+  TlsFiles tls;
+  AgentLimits limits;
+};
+
+// Serves until SIGINT or SIGTERM; the exit code.
+int RunAgent(const AgentOptions& o);
+
+}  // namespace fay::cluster

@@ -1,0 +1,154 @@
+#include "cluster/coordinator.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cluster/host_query.h"
+#include "cluster/node.h"
+#include "engine/offline/table_catalog.h"
+#include "engine/offline/trace_catalog.h"
+#include "engine/output/sink.h"
+#include "probes/catalog.h"
+#include "probes/tracefs.h"
+#include "query/compile.h"
+
+namespace fay::cluster {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) {
+  g_stop = true;
+}
+
+int Fail(const fay::Status& st) {
+  bool located = st.message().rfind("query:", 0) == 0;
+  fmt::print(stderr, "{}{}\n", located ? "" : "fay: ", st.message());
+  return 1;
+}
+
+}  // namespace
+
+Expected<std::vector<std::string>> ReadHostsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return Error(Code::kInvalidArgument, fmt::format("--hosts-file {}: cannot read it", path));
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b != std::string::npos) out.push_back(line.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+int RunClusterQuery(const ClusterQueryOptions& o) {
+  if (o.hosts.empty()) return Fail(Error(Code::kInvalidArgument, "--hosts names no host"));
+  if (fay::Status st = CheckTls(o.tls); !st.ok()) return Fail(st);
+  auto hq = SplitHostQuery(o.query);
+  if (!hq.ok()) return Fail(hq.status());
+  // The plan, for the output only: its keys and aggregates as the agents will send them. The
+  // local kernel's catalog when this machine has tracefs, else fay's syscall table.
+  SyscallTableCatalog table;
+  TraceCatalog offline(table);
+  SystemCatalog system;
+  bool live = EnsureTracefs().ok();
+  auto plan = live ? CompileQuery(hq->local, system) : CompileQuery(hq->local, offline);
+  if (!plan.ok()) return Fail(plan.status());
+  if (plan->mode != PlanMode::kAggregate)
+    return Fail(Error(Code::kInvalidArgument,
+                      "only aggregating queries run across hosts (select is local only)"));
+  Plan& p = *plan;
+  if (hq->host_key >= 0) {
+    Slot host;
+    host.name = hq->key_name;
+    host.type = Type::Str(64);
+    p.keys.insert(p.keys.begin() + hq->host_key, host);
+  }
+
+  NodeOptions no;
+  pb::QueryRequest& r = no.request;
+  r.set_version(kProtocolVersion);
+  std::random_device rd;
+  r.set_query_id(fmt::format("{:016x}", (uint64_t{rd()} << 32) | rd()));
+  r.set_query(o.query);
+  for (const std::string& h : o.hosts) r.add_subtree(h);
+  r.set_fanout(o.fanout);
+  r.set_start_unix_ns(RealtimeNs());
+  r.set_every_ns(p.every_ns);
+  r.set_for_ns(p.for_ns);
+  r.set_deadline_ns(o.deadline_ns);
+  r.set_max_keys(o.max_keys);
+  no.tls = o.tls;
+  no.max_keys = o.max_merged_keys;
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+
+  std::unique_ptr<OutputSink> sink =
+      o.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout);
+  bool partial = false, any_answer = false;
+  std::vector<std::string> last_missing;
+  RunStats total;
+  uint64_t late = 0;
+  auto emit = [&](const pb::WindowState& ws) {
+    ResultSet rs;
+    rs.window_end_ns = std::min(WindowEnd(r, ws.index()), RealtimeNs());
+    if (fay::Status st = GroupsToRows(ws, &rs.rows); !st.ok()) {
+      fmt::print(stderr, "fay: window {}: {}\n", ws.index(), st.message());
+      partial = true;
+    }
+    Coverage c;
+    c.expected = static_cast<uint32_t>(o.hosts.size());
+    for (const pb::HostState& h : ws.hosts()) {
+      if (h.error().empty())
+        ++c.answered;
+      else
+        c.missing.push_back(fmt::format("{}: {}", h.host(), h.error()));
+    }
+    c.truncated = ws.truncated();
+    partial |= c.answered < c.expected || c.truncated;
+    any_answer |= c.answered > 0;
+    rs.coverage = c;
+    sink->Window(p, rs);
+    sink->Flush();
+    total.events_seen += ws.stats().events_seen();
+    total.events_matched += ws.stats().events_matched();
+    total.dropped += ws.stats().dropped();
+    total.map_full += ws.stats().map_full();
+    total.read_errors += ws.stats().read_errors();
+    late += ws.stats().late();
+    last_missing = c.missing;
+    return true;
+  };
+  uint64_t t0 = RealtimeNs();
+  std::atomic<bool> stop{false};
+  std::thread watcher([&] {
+    while (!g_stop && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop = true;
+  });
+  RunNode(
+      no, nullptr, emit, [] { return false; }, stop);
+  stop = true;
+  watcher.join();
+  fflush(stdout);
+  PrintSummary(stderr, total, (RealtimeNs() - t0) / 1e9);
+  if (late)
+    fmt::print(stderr, "fay: {} late states dropped (past their window's deadline)\n", late);
+  if (!any_answer) {
+    fmt::print(stderr, "fay: no host answered{}\n",
+               last_missing.empty() ? "" : " (" + last_missing.front() + ", ...)");
+    return 1;
+  }
+  return partial ? kExitPartial : 0;
+}
+
+}  // namespace fay::cluster

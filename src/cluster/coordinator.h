@@ -1,0 +1,34 @@
+// `fay query --hosts`: the root of the aggregation tree. It compiles the query for its output
+// (the agents compile it again against their own kernels), dispatches it down the tree, and
+// prints each merged window with the hosts it covers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/channel.h"
+
+namespace fay::cluster {
+
+struct ClusterQueryOptions {
+  std::string query;
+  std::string format = "text";
+  std::vector<std::string> hosts;
+  uint32_t fanout = 32;
+  uint64_t deadline_ns = 1'000'000'000;
+  uint32_t max_keys = 10240;           // each agent's map
+  size_t max_merged_keys = 1'000'000;  // each window's merged groups, here and in inner agents
+  TlsFiles tls;
+};
+
+// Exit codes: 0 every host answered every window; kExitPartial some window missed a host (it
+// says which); 1 no host answered, or the query is refused.
+inline constexpr int kExitPartial = 3;
+
+// Reads --hosts-file: one ADDR:PORT a line, # comments.
+Expected<std::vector<std::string>> ReadHostsFile(const std::string& path);
+
+int RunClusterQuery(const ClusterQueryOptions& o);
+
+}  // namespace fay::cluster

@@ -1,0 +1,29 @@
+// The `host` field of a cluster query. A host's name is a constant on that host, so everything
+// the query says of it is decided before any probe runs: a `where` stage on host alone picks the
+// hosts, and `by host` is a key the agent fills in. Both are cut from the text the local engine
+// compiles (the kernel never sees them), and nothing else may use host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fay::cluster {
+
+struct HostQuery {
+  std::string local;     // the query without its host stages and keys, for the local engine
+  int host_key = -1;     // the position of `host` among the `by` keys, or -1
+  std::string key_name;  // its output name ("host", or the alias)
+  // The `where` stages on host, as written, each a condition every answering host must meet.
+  std::vector<std::string> host_filters;
+};
+
+// Splits `text`. A use of host anywhere else (inside an expression with other fields, in an
+// aggregate, in select) is refused at its caret with a hint.
+Expected<HostQuery> SplitHostQuery(const std::string& text);
+
+// Whether a host named `name` meets every host filter of the query (the stages are re-parsed).
+Expected<bool> HostSelected(const std::string& text, const std::string& name);
+
+}  // namespace fay::cluster
