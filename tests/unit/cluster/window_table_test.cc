@@ -1,0 +1,104 @@
+#include "cluster/window_table.h"
+
+#include <gtest/gtest.h>
+
+#include "cluster/node.h"
+
+namespace fay::cluster {
+namespace {
+
+pb::WindowState State(uint64_t index, const std::string& host, int64_t count,
+                      const std::string& key = "a") {
+  AggSpec spec;
+  spec.func = AggFunc::kCount;
+  AggState s(spec);
+  for (int64_t i = 0; i < count; ++i) s.Update(0);
+  std::vector<Row> rows{Row{{Value{key}}, {s}}};
+  pb::WindowState ws;
+  ws.set_version(kProtocolVersion);
+  ws.set_index(index);
+  RowsToGroups(rows, &ws);
+  pb::HostState* h = ws.add_hosts();
+  h->set_host(host);
+  h->set_address(host + ":1");
+  return ws;
+}
+
+int64_t CountOf(const pb::WindowState& ws, size_t group = 0) {
+  std::vector<Row> rows;
+  EXPECT_TRUE(GroupsToRows(ws, &rows).ok());
+  return rows.at(group).aggs.at(0).Scalar();
+}
+
+TEST(WindowTable, MergesEachWindowApartAndSaysWhoAnswered) {
+  WindowTable t(100);
+  EXPECT_TRUE(t.Add(State(0, "h1", 3)));
+  EXPECT_TRUE(t.Add(State(0, "h2", 4)));
+  EXPECT_TRUE(t.Add(State(1, "h1", 10)));
+  EXPECT_TRUE(t.Heard(0, {"h1:1", "h2:1"}));
+  EXPECT_FALSE(t.Heard(1, {"h1:1", "h2:1"}));
+  pb::WindowState w0 = t.Close(0);
+  EXPECT_EQ(CountOf(w0), 7);
+  EXPECT_EQ(w0.hosts_size(), 2);
+  EXPECT_EQ(CountOf(t.Close(1)), 10);
+}
+
+TEST(WindowTable, ALateStateIsCountedAndNeverMergedElsewhere) {
+  WindowTable t(100);
+  t.Add(State(0, "h1", 3));
+  t.Close(0);
+  EXPECT_FALSE(t.Add(State(0, "h2", 5)));
+  EXPECT_EQ(t.late(), 1u);
+  t.Add(State(1, "h1", 1));
+  EXPECT_EQ(CountOf(t.Close(1)), 1);
+}
+
+TEST(WindowTable, PastItsKeyBoundAWindowIsTruncatedNotGrown) {
+  WindowTable t(2);
+  t.Add(State(0, "h1", 1, "a"));
+  t.Add(State(0, "h1", 1, "b"));
+  t.Add(State(0, "h1", 1, "c"));
+  pb::WindowState w = t.Close(0);
+  EXPECT_EQ(w.groups_size(), 2);
+  EXPECT_TRUE(w.truncated());
+}
+
+TEST(WindowTable, AStateThatDoesNotDecodeIsRefused) {
+  WindowTable t(10);
+  pb::WindowState ws = State(0, "h1", 1);
+  ws.mutable_groups(0)->set_aggs(0, "garbage");
+  EXPECT_FALSE(t.Add(ws));
+}
+
+TEST(Layout, SmallListsAreFlatLargeOnesATree) {
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 16; ++i) hosts.push_back("h" + std::to_string(i));
+  auto flat = Layout(hosts, 32);
+  EXPECT_EQ(flat.size(), 16u);
+  auto tree = Layout(hosts, 4);
+  ASSERT_EQ(tree.size(), 4u);
+  size_t covered = 0;
+  for (auto& [child, below] : tree) covered += 1 + below.size();
+  EXPECT_EQ(covered, 16u);
+  EXPECT_EQ(tree[0].first, "h0");
+  EXPECT_EQ(tree[0].second.size(), 3u);
+  // The inner agent h0 lays its 3 out flat: three levels in all.
+  EXPECT_EQ(Layout(tree[0].second, 4).size(), 3u);
+}
+
+TEST(Windows, EndsAreAlignedToTheStartAndTheLastIsCut) {
+  pb::QueryRequest r;
+  r.set_start_unix_ns(1000);
+  r.set_every_ns(100);
+  r.set_for_ns(250);
+  EXPECT_EQ(WindowEnd(r, 0), 1100u);
+  EXPECT_EQ(WindowEnd(r, 2), 1250u);
+  EXPECT_FALSE(IsLastWindow(r, 1));
+  EXPECT_TRUE(IsLastWindow(r, 2));
+  r.set_every_ns(0);
+  r.set_for_ns(0);
+  EXPECT_EQ(WindowEnd(r, 0), UINT64_MAX);
+}
+
+}  // namespace
+}  // namespace fay::cluster
