@@ -5,10 +5,7 @@
 
 #include "cli/commands.h"
 #include "cluster/agent.h"
-#include "cluster/channel.h"
 #include "cluster/coordinator.h"
-#include "cluster/window_table.h"
-#include "fay_cluster.grpc.pb.h"
 
 namespace fay::cli {
 namespace {
@@ -49,43 +46,7 @@ Runner RegisterCluster(CLI::App& app) {
   status->add_option("--hosts", *hosts, "H1:P,H2:P,...")->required();
   AddTlsFlags(status, tls.get());
   cmd->require_subcommand(1);
-  return [hosts, tls] {
-    int bad = 0;
-    std::string list = *hosts;
-    size_t at = 0;
-    while (at <= list.size()) {
-      size_t comma = list.find(',', at);
-      std::string h = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-      at = comma == std::string::npos ? list.size() + 1 : comma + 1;
-      if (h.empty()) continue;
-      auto ch = cluster::Connect(h, *tls);
-      if (!ch.ok()) {
-        fmt::print(stderr, "fay: {}\n", ch.status().message());
-        return 2;
-      }
-      auto stub = cluster::pb::Agent::NewStub(*ch);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
-      cluster::pb::StatusRequest req;
-      req.set_version(cluster::kProtocolVersion);
-      cluster::pb::StatusReply rep;
-      grpc::Status st = stub->Status(&ctx, req, &rep);
-      if (!st.ok()) {
-        fmt::print("{}: unreachable: {}\n", h, cluster::Reason(st));
-        ++bad;
-        continue;
-      }
-      fmt::print("{}: {} fay {} protocol {}", h, rep.name(), rep.fay_version(), rep.version());
-      for (const auto& c : rep.capabilities()) fmt::print(" {}", c);
-      fmt::print("\n");
-      for (const auto& q : rep.queries())
-        fmt::print("  query {}: {} ({}, agent CPU {:.2f} s, max RSS {} MB)\n", q.query_id(),
-                   q.query(), q.attached() ? "attached" : "starting", q.cpu_seconds(),
-                   q.rss_bytes() >> 20);
-      if (!rep.last_error().empty()) fmt::print("  last error: {}\n", rep.last_error());
-    }
-    return bad ? 1 : 0;
-  };
+  return [hosts, tls] { return cluster::PrintClusterStatus(*hosts, *tls); };
 }
 
 }  // namespace fay::cli

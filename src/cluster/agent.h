@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cluster/channel.h"
+#include "cluster/tls_files.h"
 #include "common/status.h"
 
 namespace fay::cluster {

@@ -9,14 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "cluster/tls_files.h"
 #include "common/status.h"
 
 namespace fay::cluster {
-
-struct TlsFiles {
-  std::string cert, key, ca;  // PEM files
-  bool insecure = false;
-};
 
 // Either all three files or --insecure; the files must be readable.
 Status CheckTls(const TlsFiles& tls);

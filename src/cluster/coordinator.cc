@@ -10,11 +10,13 @@
 
 #include <fmt/format.h>
 
+#include "cluster/channel.h"
 #include "cluster/host_query.h"
 #include "cluster/node.h"
 #include "engine/offline/table_catalog.h"
 #include "engine/offline/trace_catalog.h"
 #include "engine/output/sink.h"
+#include "fay_cluster.grpc.pb.h"
 #include "probes/catalog.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
@@ -149,6 +151,40 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
     return 1;
   }
   return partial ? kExitPartial : 0;
+}
+
+int PrintClusterStatus(const std::string& hosts, const TlsFiles& tls) {
+  int bad = 0;
+  for (size_t at = 0; at <= hosts.size();) {
+    size_t comma = hosts.find(',', at);
+    if (comma == std::string::npos) comma = hosts.size();
+    std::string h = hosts.substr(at, comma - at);
+    at = comma + 1;
+    if (h.empty()) continue;
+    auto ch = Connect(h, tls);
+    if (!ch.ok()) return Fail(ch.status()) + 1;
+    auto stub = pb::Agent::NewStub(*ch);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    pb::StatusRequest req;
+    req.set_version(kProtocolVersion);
+    pb::StatusReply rep;
+    grpc::Status st = stub->Status(&ctx, req, &rep);
+    if (!st.ok()) {
+      fmt::print("{}: unreachable: {}\n", h, Reason(st));
+      ++bad;
+      continue;
+    }
+    fmt::print("{}: {} fay {} protocol {}", h, rep.name(), rep.fay_version(), rep.version());
+    for (const auto& c : rep.capabilities()) fmt::print(" {}", c);
+    fmt::print("\n");
+    for (const auto& q : rep.queries())
+      fmt::print("  query {}: {} ({}, agent CPU {:.2f} s, max RSS {} MB)\n", q.query_id(),
+                 q.query(), q.attached() ? "attached" : "starting", q.cpu_seconds(),
+                 q.rss_bytes() >> 20);
+    if (!rep.last_error().empty()) fmt::print("  last error: {}\n", rep.last_error());
+  }
+  return bad ? 1 : 0;
 }
 
 }  // namespace fay::cluster

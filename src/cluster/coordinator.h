@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/channel.h"
+#include "cluster/tls_files.h"
+#include "common/status.h"
 
 namespace fay::cluster {
 
@@ -30,5 +31,8 @@ inline constexpr int kExitPartial = 3;
 Expected<std::vector<std::string>> ReadHostsFile(const std::string& path);
 
 int RunClusterQuery(const ClusterQueryOptions& o);
+
+// `fay cluster status`: one line per agent of `hosts` (comma-separated); the exit code.
+int PrintClusterStatus(const std::string& hosts, const TlsFiles& tls);
 
 }  // namespace fay::cluster
