@@ -172,6 +172,10 @@ class Service final : public pb::Agent::Service {
     auto engine = LiveEngine::Start(req->query(), o_.name, req->address(), o_.limits);
     if (!engine.ok()) {
       run->ended = true;
+      {
+        std::lock_guard lk(mu_);
+        if (runs_[req->query_id()] == run) runs_.erase(req->query_id());
+      }
       return fail(engine.status().message());
     }
     run->attached = true;
