@@ -174,13 +174,7 @@ int RunHostsQuery(const QueryOptions& opt) {
   auto d = ParseOffset("--deadline", opt.deadline);
   if (!d.ok()) return Fail(d.status());
   o.deadline_ns = *d;
-  std::string list = opt.hosts;
-  for (size_t at = 0; at <= list.size();) {
-    size_t comma = list.find(',', at);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > at) o.hosts.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
+  o.hosts = cluster::SplitHosts(opt.hosts);
   if (!opt.hosts_file.empty()) {
     auto more = cluster::ReadHostsFile(opt.hosts_file);
     if (!more.ok()) return Fail(more.status());

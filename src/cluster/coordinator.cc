@@ -37,6 +37,17 @@ int Fail(const fay::Status& st) {
 
 }  // namespace
 
+std::vector<std::string> SplitHosts(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > at) out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 Expected<std::vector<std::string>> ReadHostsFile(const std::string& path) {
   std::ifstream in(path);
   if (!in)
@@ -155,12 +166,7 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
 
 int PrintClusterStatus(const std::string& hosts, const TlsFiles& tls) {
   int bad = 0;
-  for (size_t at = 0; at <= hosts.size();) {
-    size_t comma = hosts.find(',', at);
-    if (comma == std::string::npos) comma = hosts.size();
-    std::string h = hosts.substr(at, comma - at);
-    at = comma + 1;
-    if (h.empty()) continue;
+  for (const std::string& h : SplitHosts(hosts)) {
     auto ch = Connect(h, tls);
     if (!ch.ok()) return Fail(ch.status()) + 1;
     auto stub = pb::Agent::NewStub(*ch);

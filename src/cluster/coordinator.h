@@ -27,6 +27,8 @@ struct ClusterQueryOptions {
 // says which); 1 no host answered, or the query is refused.
 inline constexpr int kExitPartial = 3;
 
+// --hosts: ADDR:PORT,ADDR:PORT,... (empty items left out).
+std::vector<std::string> SplitHosts(const std::string& list);
 // Reads --hosts-file: one ADDR:PORT a line, # comments.
 Expected<std::vector<std::string>> ReadHostsFile(const std::string& path);
 

@@ -21,8 +21,10 @@ namespace fay::trace {
 namespace {
 
 using testing::ReadAll;
+using testing::ReadUnderMemoryLimit;
 using testing::SampleInfo;
 using testing::ScratchDir;
+using testing::WriteEvent;
 
 // A file built chunk by chunk, with correct CRCs over whatever the chunk headers say.
 class FileBuilder {
@@ -85,23 +87,6 @@ SyscallEvent Getpid() {
   e.nr = 39;
   e.ret = 3;
   return e;
-}
-
-// In a death-test child: reads path with 1 GiB of address space; exits 0 when reading yields no
-// events and fails with exactly `want`.
-void ReadUnderMemoryLimit(const std::string& path, const std::string& want) {
-  struct rlimit lim = {size_t{1} << 30, size_t{1} << 30};
-  ::setrlimit(RLIMIT_AS, &lim);
-  auto r = Reader::Open(path);
-  if (!r.ok()) _exit(2);
-  Status st;
-  std::vector<std::string> got = ReadAll(*r, &st);
-  if (!got.empty()) _exit(3);
-  if (st.message() != want) {
-    fprintf(stderr, "got: %s\n", st.message().c_str());
-    _exit(4);
-  }
-  _exit(0);
 }
 
 // A zstd events chunk whose header claims 4 GiB of raw bytes: the frame holds a few dozen. The
@@ -232,18 +217,12 @@ BigBlobFile WriteBigBlobFile(const ScratchDir& dir, bool bad_small_hash) {
     EncodeBlob(HashBlob(zeros.data(), zeros.size()), zeros, &raw);
   }
   // A write of 64 bytes: past kInlineMax, so its buffer is a blob of the chunk.
-  SyscallEvent w = Getpid();
-  w.nr = 1;
-  w.ret = 64;
-  CapturedBuffer buf;
-  buf.arg = 1;
-  buf.length = 64;
-  buf.bytes.assign(64, 'h');
-  w.buffers.push_back(buf);
-  Hash128 small = HashBlob(buf.bytes.data(), buf.bytes.size());
+  SyscallEvent w = WriteEvent(10, std::vector<uint8_t>(64, 'h'));
+  const std::vector<uint8_t>& bytes = w.buffers[0].bytes;
+  Hash128 small = HashBlob(bytes.data(), bytes.size());
   Hash128 stored = small;
   if (bad_small_hash) stored.lo ^= 1;
-  EncodeBlob(stored, buf.bytes, &raw);
+  EncodeBlob(stored, bytes, &raw);
   Bytes z;
   Compressor comp(1);
   EXPECT_TRUE(comp.Compress(raw, &z).ok());

@@ -23,6 +23,7 @@ using testing::ReadAll;
 using testing::SampleInfo;
 using testing::ScratchDir;
 using testing::Stream;
+using testing::WriteEvent;
 
 void WriteStream(const std::string& path, const Stream& s, WriterOptions opts = {}) {
   auto w = Writer::Create(path, SampleInfo(), opts);
@@ -333,24 +334,6 @@ TEST(RoundTripTest, EdgeValuesSurvive) {
   EXPECT_EQ(r->info().root_pid, 0);
 }
 
-SyscallEvent WriteWithPayload(uint64_t t, std::vector<uint8_t> bytes) {
-  SyscallEvent e;
-  e.entry_ns = t;
-  e.exit_ns = t + 10;
-  e.pid = e.tid = 7;
-  e.comm = Comm("w");
-  e.nr = 1;
-  e.args = {1, 0x1000, bytes.size()};
-  e.ret = static_cast<int64_t>(bytes.size());
-  CapturedBuffer b;
-  b.arg = 1;
-  b.addr = 0x1000;
-  b.length = bytes.size();
-  b.bytes = std::move(bytes);
-  e.buffers.push_back(std::move(b));
-  return e;
-}
-
 TEST(DedupTest, SamePayloadIsStoredOnce) {
   ScratchDir dir;
   std::string path = dir.File("dedup.fay");
@@ -362,10 +345,10 @@ TEST(DedupTest, SamePayloadIsStoredOnce) {
   opts.chunk_bytes = 1;  // each event in its own chunk: dedup must span chunks
   auto w = Writer::Create(path, SampleInfo(), opts);
   ASSERT_TRUE(w.ok());
-  (*w)->Append(WriteWithPayload(100, payload));
-  (*w)->Append(WriteWithPayload(200, payload));
-  (*w)->Append(WriteWithPayload(300, other));
-  (*w)->Append(WriteWithPayload(400, payload));
+  (*w)->Append(WriteEvent(100, payload));
+  (*w)->Append(WriteEvent(200, payload));
+  (*w)->Append(WriteEvent(300, other));
+  (*w)->Append(WriteEvent(400, payload));
   ASSERT_TRUE((*w)->Close().ok());
   WriterStats ws = (*w)->stats();
   EXPECT_EQ(ws.blobs_stored, 2u);
@@ -392,8 +375,8 @@ TEST(DedupTest, SmallPayloadsStayInline) {
   std::string path = dir.File("inline.fay");
   auto w = Writer::Create(path, SampleInfo());
   ASSERT_TRUE(w.ok());
-  (*w)->Append(WriteWithPayload(1, std::vector<uint8_t>(kInlineMax, 0xAB)));
-  (*w)->Append(WriteWithPayload(2, std::vector<uint8_t>(kInlineMax + 1, 0xAB)));
+  (*w)->Append(WriteEvent(1, std::vector<uint8_t>(kInlineMax, 0xAB)));
+  (*w)->Append(WriteEvent(2, std::vector<uint8_t>(kInlineMax + 1, 0xAB)));
   ASSERT_TRUE((*w)->Close().ok());
   EXPECT_EQ((*w)->stats().blobs_stored, 1u);
   EXPECT_EQ((*w)->stats().bytes_blob_stored, kInlineMax + 1);
@@ -470,7 +453,7 @@ TEST(WriterTest, LossRecordsAreCounted) {
   std::string path = dir.File("loss.fay");
   auto w = Writer::Create(path, SampleInfo());
   ASSERT_TRUE(w.ok());
-  (*w)->Append(WriteWithPayload(1, {}));
+  (*w)->Append(WriteEvent(1, {}));
   (*w)->AppendLoss(5, 3);
   (*w)->AppendLoss(9, 4);
   ASSERT_TRUE((*w)->Close().ok());
@@ -513,7 +496,7 @@ TEST(WriterTest, IncompressibleBlobsAreStoredRaw) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     b = static_cast<uint8_t>(x);
   }
-  (*w)->Append(WriteWithPayload(1, noise));
+  (*w)->Append(WriteEvent(1, noise));
   ASSERT_TRUE((*w)->Close().ok());
   auto st = (*w)->stats();
   EXPECT_GE(st.bytes_stored, st.bytes_raw - 1024);  // nothing gained, nothing spent trying
@@ -544,7 +527,7 @@ TEST(WriterTest, AppendAfterCloseIsRefusedAndCounted) {
   auto w = Writer::Create(dir.File("c.fay"), SampleInfo());
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Close().ok());
-  EXPECT_FALSE((*w)->Append(WriteWithPayload(1, {})));
+  EXPECT_FALSE((*w)->Append(WriteEvent(1, {})));
   EXPECT_EQ((*w)->stats().dropped_events, 1u);
   EXPECT_TRUE((*w)->Close().ok());  // idempotent
 }
@@ -556,7 +539,7 @@ TEST(WriterTest, FlushesOnATimerSoAKillLosesLittle) {
   opts.flush_interval = std::chrono::milliseconds(50);
   auto w = Writer::Create(path, SampleInfo(), opts);
   ASSERT_TRUE(w.ok());
-  (*w)->Append(WriteWithPayload(1, std::vector<uint8_t>(100, 1)));
+  (*w)->Append(WriteEvent(1, std::vector<uint8_t>(100, 1)));
   // Poll the file as a reader would after kill -9 (the writer never closes before we look).
   size_t seen = 0;
   for (int i = 0; i < 100 && seen == 0; ++i) {

@@ -25,8 +25,10 @@ namespace {
 
 using testing::Comm;
 using testing::ReadAll;
+using testing::ReadUnderMemoryLimit;
 using testing::SampleInfo;
 using testing::ScratchDir;
+using testing::WriteEvent;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -61,24 +63,6 @@ std::string Str(const Bytes& b) {
   return std::string(b.begin(), b.end());
 }
 
-SyscallEvent Write(uint64_t t, std::vector<uint8_t> bytes) {
-  SyscallEvent e;
-  e.entry_ns = t;
-  e.exit_ns = t + 10;
-  e.pid = e.tid = 7;
-  e.comm = Comm("w");
-  e.nr = 1;
-  e.args = {1, 0x1000, bytes.size()};
-  e.ret = static_cast<int64_t>(bytes.size());
-  CapturedBuffer b;
-  b.arg = 1;
-  b.addr = 0x1000;
-  b.length = bytes.size();
-  b.bytes = std::move(bytes);
-  e.buffers.push_back(std::move(b));
-  return e;
-}
-
 // A real trace: `n` writes of distinct 100-byte payloads, small chunks so there are several.
 std::string Record(const std::string& path, int n) {
   WriterOptions o;
@@ -86,7 +70,8 @@ std::string Record(const std::string& path, int n) {
   auto w = Writer::Create(path, SampleInfo(), o);
   EXPECT_TRUE(w.ok());
   for (int i = 0; i < n; ++i)
-    (*w)->Append(Write(100 + 100 * i, std::vector<uint8_t>(100, static_cast<uint8_t>('a' + i))));
+    (*w)->Append(
+        WriteEvent(100 + 100 * i, std::vector<uint8_t>(100, static_cast<uint8_t>('a' + i))));
   EXPECT_TRUE((*w)->Close().ok());
   return Slurp(path);
 }
@@ -254,28 +239,13 @@ TEST(StructureTest, AFooterPointingOneBlobAtAnothersBytesIsRefused) {
 
 // Both cases of the issue, read under a 1 GiB address space limit: a 33 KB trace whose events
 // chunk claims (and its zstd frame really makes) 1 GiB, and two such chunks in two streams.
-void ReadFixtureUnderLimit(const std::string& path, const std::string& want) {
-  struct rlimit lim = {size_t{1} << 30, size_t{1} << 30};
-  ::setrlimit(RLIMIT_AS, &lim);
-  auto r = Reader::Open(path);
-  if (!r.ok()) _exit(2);
-  Status st;
-  std::vector<std::string> got = ReadAll(*r, &st);
-  if (!got.empty()) _exit(3);
-  if (st.message() != want) {
-    fprintf(stderr, "got: %s\n", st.message().c_str());
-    _exit(4);
-  }
-  _exit(0);
-}
-
 TEST(StructureTest, A1GiBClaimIsRefusedBeforeDecompressing) {
   for (const char* name : {"claim1g.fay", "claim1g_x2.fay"}) {
     std::string path = std::string(FAY_SOURCE_DIR "/tests/unit/trace/fixtures/") + name;
     std::string want = path +
                        ": offset 230: chunk 1 (events): header claims 1073741824 raw bytes, more "
                        "than an events chunk may hold (16777216); refused before decompressing";
-    EXPECT_EXIT(ReadFixtureUnderLimit(path, want), ::testing::ExitedWithCode(0), "") << name;
+    EXPECT_EXIT(ReadUnderMemoryLimit(path, want), ::testing::ExitedWithCode(0), "") << name;
   }
 }
 

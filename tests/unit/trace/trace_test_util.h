@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <random>
@@ -172,6 +174,42 @@ inline std::vector<std::string> ReadAll(Reader& r, Status* st, const ReadFilter&
       f, [&](const SyscallEvent& e) { out.push_back("S " + Describe(e)); },
       [&](const ProcessEvent& e) { out.push_back("P " + Describe(e)); });
   return out;
+}
+
+// A write(1, buf, n) of `bytes`, captured whole, entered at t.
+inline SyscallEvent WriteEvent(uint64_t t, std::vector<uint8_t> bytes) {
+  SyscallEvent e;
+  e.entry_ns = t;
+  e.exit_ns = t + 10;
+  e.pid = e.tid = 7;
+  e.comm = Comm("w");
+  e.nr = 1;
+  e.args = {1, 0x1000, bytes.size()};
+  e.ret = static_cast<int64_t>(bytes.size());
+  CapturedBuffer b;
+  b.arg = 1;
+  b.addr = 0x1000;
+  b.length = bytes.size();
+  b.bytes = std::move(bytes);
+  e.buffers.push_back(std::move(b));
+  return e;
+}
+
+// In a death-test child: reads path with 1 GiB of address space; exits 0 when reading yields no
+// events and fails with exactly `want`.
+inline void ReadUnderMemoryLimit(const std::string& path, const std::string& want) {
+  struct rlimit lim = {size_t{1} << 30, size_t{1} << 30};
+  ::setrlimit(RLIMIT_AS, &lim);
+  auto r = Reader::Open(path);
+  if (!r.ok()) _exit(2);
+  Status st;
+  std::vector<std::string> got = ReadAll(*r, &st);
+  if (!got.empty()) _exit(3);
+  if (st.message() != want) {
+    fprintf(stderr, "got: %s\n", st.message().c_str());
+    _exit(4);
+  }
+  _exit(0);
 }
 
 inline std::vector<std::string> ExpectedLines(const Stream& s) {
