@@ -9,7 +9,7 @@ import tempfile
 
 class Workload:
     def __init__(self, name, group, title, events, tools, acceptance=None, setup=None,
-                 teardown=None):
+                 teardown=None, metrics=None, section=None):
         self.name = name          # e.g. W1-getppid
         self.group = group        # e.g. W1 (what --only matches)
         self.title = title
@@ -20,6 +20,10 @@ class Workload:
         self.acceptance = acceptance or []  # [(label, fn(results) -> (verdict, detail))]
         self.setup = setup        # setup() -> error or None, run once before the first run
         self.teardown = teardown  # teardown(), run once after the last
+        self.metrics = metrics or []  # [(key, column title, format)]: medians shown as columns
+        # A generated block of docs/BENCHMARKS.md of its own, rewritten whenever the workload
+        # runs (`bench/run --only GROUP`), instead of the main block that only full runs write.
+        self.section = section
 
 
 def _is_tmpfs(path):

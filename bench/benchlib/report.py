@@ -17,6 +17,8 @@ def _ratio(v):
 
 
 def workload_table(w):
+    if w.get("metric_columns"):
+        return metric_table(w)
     lines = [f"#### {w['name']}: {w['title']}", "",
              "| Tool | Runs | Wall (s) | × untraced | Overhead/event | CPU (s) | Peak RSS (MB) "
              "| Events | Events/s | Trace B/event | Status |",
@@ -50,6 +52,25 @@ def workload_table(w):
     return "\n".join(lines)
 
 
+def metric_table(w):
+    """A workload measured by its own figures (the cluster's), not by a program's wall time."""
+    cols = w["metric_columns"]
+    lines = [f"#### {w['name']}: {w['title']}", "",
+             "| Setup | Runs | " + " | ".join(c[1] for c in cols) + " | Status |",
+             "|---|--:|" + "--:|" * len(cols) + "---|"]
+    for t in w["tools"]:
+        if t["status"] != "ok":
+            lines.append(f"| {t['tool']} | {len(t['runs'])} | " + "– | " * len(cols)
+                         + f"**failed**: {t['reason']} |")
+            continue
+        m = t.get("metrics", {})
+        cells = [_f(m.get(key), fmt) for key, _, fmt in cols]
+        lines.append(f"| {t['tool']} | {len(t['runs'])} | " + " | ".join(cells) + " | ok |")
+    for a in w.get("acceptance", []):
+        lines += ["", f"**{a['label']}: {a['verdict']}** ({a['detail']})"]
+    return "\n".join(lines)
+
+
 def machine_lines(m):
     return [f"- Host: {m['host']}, {m['cores']} cores, {m['cpu_model']}, {m['memory_gib']} GiB",
             f"- Kernel {m['kernel']}, {m['os']}",
@@ -57,23 +78,37 @@ def machine_lines(m):
                 f"{k}: {v}" for k, v in m["versions"].items() if v)]
 
 
-def full_report(results):
+def full_report(results, workloads=None):
     r = results
     head = [f"Run {r['date']} on {r['machine']['host']}: mode {r['mode']}, "
             f"{r['warmup']} warm-up + {r['runs']} counted runs per tool (interleaved), "
             f"scale {r['scale']:g}, total {r['elapsed_s']:.0f} s.", ""]
     head += machine_lines(r["machine"]) + [""]
-    return "\n".join(head + ["\n\n".join(workload_table(w) for w in r["workloads"])]) + "\n"
+    wls = r["workloads"] if workloads is None else workloads
+    return "\n".join(head + ["\n\n".join(workload_table(w) for w in wls)]) + "\n"
 
 
-def regenerate_doc(path, results):
-    """Replaces the generated section of docs/BENCHMARKS.md, keeping the prose around it."""
+def _replace_block(text, begin, end, body, heading):
+    if begin not in text or end not in text:
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n{begin}\n{end}\n"
+    return re.sub(re.escape(begin) + r".*?" + re.escape(end),
+                  lambda _: f"{begin}\n\n{body}\n{end}", text, flags=re.S)
+
+
+def regenerate_doc(path, results, main=True):
+    """Replaces the generated sections of docs/BENCHMARKS.md, keeping the prose around them:
+    the main one (main=True) with the workloads that have no section of their own, and each
+    section's block with its workloads."""
     with open(path) as f:
         text = f.read()
-    if BEGIN not in text or END not in text:
-        text = text.rstrip("\n") + f"\n\n## Results\n\n{BEGIN}\n{END}\n"
-    body = full_report(results)
-    new = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END),
-                 lambda _: f"{BEGIN}\n\n{body}\n{END}", text, flags=re.S)
+    plain = [w for w in results["workloads"] if not w.get("section")]
+    if main:
+        text = _replace_block(text, BEGIN, END, full_report(results, plain), "Results")
+    for sec in sorted({w["section"] for w in results["workloads"] if w.get("section")}):
+        wls = [w for w in results["workloads"] if w.get("section") == sec]
+        text = _replace_block(text, f"<!-- BEGIN GENERATED {sec}: bench/run --only {sec} "
+                              "rewrites everything down to its END marker -->",
+                              f"<!-- END GENERATED {sec} -->", full_report(results, wls),
+                              f"Results: {sec}")
     with open(path, "w") as f:
-        f.write(new)
+        f.write(text)

@@ -28,7 +28,11 @@ Runner RegisterAgent(CLI::App& app) {
   cmd->add_option("--max-queries", o->limits.max_queries, "queries running at once (default 4)");
   cmd->add_option("--max-probes", o->limits.max_probes, "probes one query may attach (1024)");
   cmd->add_option("--max-keys", o->limits.max_keys, "one query's aggregation map (65536 keys)");
-  return [o] {
+  auto map_mib = std::make_shared<uint64_t>(o->limits.max_map_bytes >> 20);
+  cmd->add_option("--max-map-memory", *map_mib,
+                  "MiB one query's map may take at its fullest, all CPUs (default 64)");
+  return [o, map_mib] {
+    o->limits.max_map_bytes = *map_mib << 20;
     if (o->name.empty()) {
       char host[256] = {};
       gethostname(host, sizeof host - 1);

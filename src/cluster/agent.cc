@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include <bpf/libbpf.h>
 #include <fmt/format.h>
 
 #include "bpf/attach.h"
@@ -23,6 +24,11 @@
 namespace fay::cluster {
 namespace {
 
+int NumCpus() {
+  static const int n = std::max(1, libbpf_num_possible_cpus());
+  return n;
+}
+
 std::atomic<bool> g_stop{false};
 void OnSignal(int) {
   g_stop = true;
@@ -34,6 +40,7 @@ class LiveEngine : public LocalEngine {
   static Expected<std::unique_ptr<LiveEngine>> Start(const std::string& text,
                                                      const std::string& name,
                                                      const std::string& address,
+                                                     uint32_t want_keys,
                                                      const AgentLimits& lim) {
     auto e = std::unique_ptr<LiveEngine>(new LiveEngine());
     e->name_ = name;
@@ -41,11 +48,15 @@ class LiveEngine : public LocalEngine {
     FAY_ASSIGN_OR_RETURN(HostQuery hq, SplitHostQuery(text));
     e->host_key_ = hq.host_key;
     FAY_ASSIGN_OR_RETURN(e->selected_, HostSelected(text, name));
-    if (!e->selected_) return e;  // its host filter leaves this host out: nothing to attach
     FAY_RETURN_IF_ERROR(EnsureTracefs());
     e->text_ = hq.local;
+    // The caller's --max-keys, within this agent's own.
+    if (want_keys > lim.max_keys)
+      return Error(Code::kInvalidArgument,
+                   fmt::format("the query asks for {} keys; this agent allows {} (--max-keys)",
+                               want_keys, lim.max_keys));
     PlanOptions popt;
-    popt.max_keys = lim.max_keys;
+    popt.max_keys = want_keys ? want_keys : lim.max_keys;
     popt.uprobe_multi = bpf::UprobeMultiSupported();
     FAY_ASSIGN_OR_RETURN(e->plan_, CompileQuery(e->text_, e->catalog_, popt));
     const Plan& p = e->plan_;
@@ -55,9 +66,20 @@ class LiveEngine : public LocalEngine {
       return Error(Code::kInvalidArgument,
                    fmt::format("the query attaches {} probes; this agent allows {} (--max-probes)",
                                p.probes.size(), lim.max_probes));
-    for (const Slot& s : p.keys)
-      if (s.type.kind == TypeKind::kStack)
-        return Error(Code::kInvalidArgument, "stack keys do not cross hosts yet");
+    // The aggregation map at its fullest, each CPU's values apart (a per-CPU hash).
+    uint64_t map_bytes = uint64_t{p.max_keys} *
+                         (static_cast<uint64_t>(p.key_size) +
+                          static_cast<uint64_t>(p.value_size) * static_cast<uint64_t>(NumCpus()));
+    if (map_bytes > lim.max_map_bytes)
+      return Error(Code::kInvalidArgument,
+                   fmt::format("the query's map takes up to {} MiB ({} keys of {} + {} bytes on "
+                               "{} CPUs); this agent allows {} MiB (--max-map-memory)",
+                               (map_bytes + (1 << 20) - 1) >> 20, p.max_keys, p.key_size,
+                               p.value_size, NumCpus(), lim.max_map_bytes >> 20));
+    // The shape of the states this node merges: its plan's, with the host key where the
+    // query has it. Compiled even when the host filter leaves this host out, for its subtree.
+    e->shape_ = ShapeOf(p, e->host_key_);
+    if (!e->selected_) return e;  // its host filter leaves this host out: nothing to attach
     bpf::CodegenOptions copt;
     copt.self_tgid = static_cast<uint32_t>(getpid());
     FAY_ASSIGN_OR_RETURN(e->live_, bpf::LiveQuery::Load(e->plan_, copt));
@@ -94,6 +116,8 @@ class LiveEngine : public LocalEngine {
     return out;
   }
 
+  const GroupShape& shape() const { return shape_; }
+
   ~LiveEngine() override {
     if (live_) live_->Detach();
   }
@@ -105,6 +129,7 @@ class LiveEngine : public LocalEngine {
   bool selected_ = true;
   SystemCatalog catalog_;
   Plan plan_;
+  GroupShape shape_;
   std::unique_ptr<bpf::LiveQuery> live_;
   RunStats sent_;
 };
@@ -140,6 +165,7 @@ class Service final : public pb::Agent::Service {
       writer->Write(ws);
       return grpc::Status::OK;
     };
+    if (fay::Status st = ValidateRequest(*req, RealtimeNs()); !st.ok()) return fail(st.message());
     if (req->every_ns() && req->every_ns() < o_.limits.min_every_ns)
       return fail(
           fmt::format("every {} ms is more windows than this agent allows (at most one "
@@ -169,7 +195,8 @@ class Service final : public pb::Agent::Service {
                                 active, o_.limits.max_queries));
       runs_[req->query_id()] = run;
     }
-    auto engine = LiveEngine::Start(req->query(), o_.name, req->address(), o_.limits);
+    auto engine =
+        LiveEngine::Start(req->query(), o_.name, req->address(), req->max_keys(), o_.limits);
     if (!engine.ok()) {
       run->ended = true;
       {
@@ -183,6 +210,7 @@ class Service final : public pb::Agent::Service {
     no.request = *req;
     no.tls = o_.tls;
     no.self_address = req->address();
+    no.shape = (*engine)->shape();
     bool ok = RunNode(
         no, engine->get(), [&](const pb::WindowState& ws) { return writer->Write(ws); },
         [&] { return ctx->IsCancelled() || run->cancel || g_stop; }, run->stop);
@@ -236,6 +264,10 @@ class Service final : public pb::Agent::Service {
 };
 
 }  // namespace
+
+std::unique_ptr<grpc::Service> MakeAgentService(const AgentOptions& o) {
+  return std::make_unique<Service>(o);
+}
 
 int RunAgent(const AgentOptions& o) {
   auto creds = ServerCredentials(o.tls);

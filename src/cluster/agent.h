@@ -4,10 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cluster/tls_files.h"
 #include "common/status.h"
+
+namespace grpc {
+class Service;
+}
 
 namespace fay::cluster {
 
@@ -15,7 +20,8 @@ namespace fay::cluster {
 struct AgentLimits {
   uint32_t max_queries = 4;                            // running at once
   uint32_t max_probes = 1024;                          // attached by one query
-  uint32_t max_keys = 65536;                           // one query's aggregation map (its memory)
+  uint32_t max_keys = 65536;                           // one query's aggregation map
+  uint64_t max_map_bytes = 64ull << 20;                // that map at its fullest, all CPUs
   uint64_t min_every_ns = 100'000'000;                 // at most 10 windows a second
   uint64_t max_for_ns = 24ull * 3600 * 1'000'000'000;  // a day; open-ended queries are leased
 };
@@ -29,5 +35,8 @@ struct AgentOptions {
 
 // Serves until SIGINT or SIGTERM; the exit code.
 int RunAgent(const AgentOptions& o);
+
+// The agent's gRPC service alone, for a server of the caller's (tests); `o` must outlive it.
+std::unique_ptr<grpc::Service> MakeAgentService(const AgentOptions& o);
 
 }  // namespace fay::cluster

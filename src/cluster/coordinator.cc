@@ -101,6 +101,7 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   r.set_max_keys(o.max_keys);
   no.tls = o.tls;
   no.max_keys = o.max_merged_keys;
+  no.shape = ShapeOf(p);
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;

@@ -26,6 +26,26 @@ uint64_t WindowEnd(const pb::QueryRequest& r, uint64_t index) {
   return std::min(end_all, r.start_unix_ns() + (index + 1) * r.every_ns());
 }
 
+Status ValidateRequest(const pb::QueryRequest& r, uint64_t now_ns) {
+  constexpr uint64_t kDay = 24ull * 3600 * 1'000'000'000;
+  auto bad = [](const std::string& why) {
+    return Error(Code::kInvalidArgument, "a request no coordinator sends: " + why);
+  };
+  uint64_t start = r.start_unix_ns();
+  if (start + kDay < now_ns || start > now_ns + kDay)
+    return bad(fmt::format("its start is {} s from this host's clock (at most a day)",
+                           (static_cast<int64_t>(start - now_ns)) / 1'000'000'000));
+  if (r.for_ns() > 366 * kDay) return bad("its length is over a year");
+  if (r.deadline_ns() > 60'000'000'000ull) return bad("its deadline is over a minute");
+  if (r.subtree_size() > 0 && (r.fanout() < 2 || r.fanout() > 1024))
+    return bad(fmt::format("fanout {} (2 to 1024)", r.fanout()));
+  if (r.subtree_size() > 100'000) return bad(fmt::format("{} hosts under it", r.subtree_size()));
+  if (r.query().size() > 65536) return bad(fmt::format("{} bytes of query", r.query().size()));
+  if (r.every_ns() && r.first_window() > (r.for_ns() ? r.for_ns() : 366 * kDay) / r.every_ns())
+    return bad(fmt::format("first window {} past its end", r.first_window()));
+  return Status::Ok();
+}
+
 bool IsLastWindow(const pb::QueryRequest& r, uint64_t index) {
   if (!r.every_ns()) return true;
   return r.for_ns() && WindowEnd(r, index) >= r.start_unix_ns() + r.for_ns();
@@ -196,7 +216,14 @@ class Fanout {
         }
         continue;
       }
-      if (!table_->Add(ws)) continue;  // late, counted
+      // A late state is counted by the table; one that does not fit the query ends the link
+      // (retried next window) and is said in the window's coverage.
+      std::string why;
+      if (!table_->Add(ws, &why) && !why.empty()) {
+        error = why;
+        l->ctx.TryCancel();
+        break;
+      }
     }
     grpc::Status st = reader->Finish();
     if (error.empty() && !st.ok()) error = Reason(st);
@@ -219,7 +246,7 @@ bool RunNode(const NodeOptions& o, LocalEngine* local,
              const std::function<bool(const pb::WindowState&)>& emit,
              const std::function<bool()>& cancelled, const std::atomic<bool>& stop) {
   const pb::QueryRequest& r = o.request;
-  WindowTable table(o.max_keys);
+  WindowTable table(o.max_keys, o.shape);
   Fanout fanout(o, &table);
   std::vector<std::string> below(r.subtree().begin(), r.subtree().end());
   std::vector<std::string> expected = below;
@@ -229,11 +256,14 @@ bool RunNode(const NodeOptions& o, LocalEngine* local,
   uint64_t late_reported = 0;
   bool stop_sent = false;
   auto wait_until = [&](uint64_t t, const std::function<bool()>& done) {
-    while (RealtimeNs() < t) {
+    for (uint64_t now = RealtimeNs(); now < t; now = RealtimeNs()) {
+      uint64_t seen = table.adds();  // before done(): a state added after it wakes the wait
       if (cancelled()) return false;
       if (done && done()) return true;
       if (stop && !stop_sent) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      // Woken by each state that arrives; at least every 50 ms to see cancel and stop.
+      uint64_t left_ms = (t - now) / 1'000'000 + 1;
+      table.WaitForAdd(seen, std::chrono::milliseconds(std::min<uint64_t>(left_ms, 50)));
     }
     return !cancelled();
   };

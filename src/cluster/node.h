@@ -9,10 +9,12 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/channel.h"
+#include "common/status.h"
 #include "cluster/window_table.h"
 
 namespace fay::cluster {
@@ -29,6 +31,7 @@ struct NodeOptions {
   TlsFiles tls;
   std::string self_address;  // empty at the root, which runs no engine
   size_t max_keys = 1'000'000;
+  std::optional<GroupShape> shape;  // what the children's states must look like
 };
 
 // The end of window `index` (CLOCK_REALTIME ns), or UINT64_MAX for an open-ended one.
@@ -45,5 +48,11 @@ bool RunNode(const NodeOptions& o, LocalEngine* local,
              const std::function<bool()>& cancelled, const std::atomic<bool>& stop);
 
 uint64_t RealtimeNs();
+
+// Refuses a request no coordinator sends: a start more than a day from `now_ns`, a deadline
+// past a minute, a fanout under 2 or over 1024, a subtree over 100,000 hosts, query text over
+// 64 KiB. Without it a hostile start could make every window end at once, in a loop. The
+// reason names the field.
+Status ValidateRequest(const pb::QueryRequest& r, uint64_t now_ns);
 
 }  // namespace fay::cluster

@@ -9,10 +9,16 @@ void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out) {
     pb::Group* g = out->add_groups();
     for (const Value& v : row.keys) {
       pb::Value* pv = g->add_keys();
-      if (const auto* i = std::get_if<int64_t>(&v))
+      if (const auto* i = std::get_if<int64_t>(&v)) {
         pv->set_i(*i);
-      else if (const auto* s = std::get_if<std::string>(&v))
+      } else if (const auto* s = std::get_if<std::string>(&v)) {
         pv->set_s(*s);
+      } else if (const auto* st = std::get_if<Stack>(&v)) {
+        pb::StackValue* ps = pv->mutable_stack();
+        for (uint64_t f : st->frames) ps->add_frames(f);
+        for (const std::string& n : st->names) ps->add_names(n);
+        ps->set_tgid(st->tgid);
+      }
     }
     for (const AggState& a : row.aggs) g->add_aggs(a.Serialize());
   }
@@ -22,10 +28,20 @@ Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows) {
   for (const pb::Group& g : in.groups()) {
     Row row;
     for (const pb::Value& v : g.keys()) {
-      if (v.v_case() == pb::Value::kS)
+      if (v.v_case() == pb::Value::kS) {
         row.keys.emplace_back(v.s());
-      else
+      } else if (v.v_case() == pb::Value::kStack) {
+        Stack st;
+        st.frames.assign(v.stack().frames().begin(), v.stack().frames().end());
+        // Names are parallel to frames or absent; anything else is not a stack fay sent.
+        if (v.stack().names_size() != 0 && v.stack().names_size() != v.stack().frames_size())
+          return Error(Code::kIo, "a stack whose names do not match its frames");
+        st.names.assign(v.stack().names().begin(), v.stack().names().end());
+        st.tgid = v.stack().tgid();
+        row.keys.emplace_back(std::move(st));
+      } else {
         row.keys.emplace_back(static_cast<int64_t>(v.i()));
+      }
     }
     for (const std::string& a : g.aggs()) {
       auto st = AggState::Deserialize(a);
@@ -38,10 +54,82 @@ Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows) {
   return Status::Ok();
 }
 
-bool WindowTable::Add(const pb::WindowState& s) {
+namespace {
+
+int KindOf(TypeKind k) {
+  switch (k) {
+    case TypeKind::kString:
+      return pb::Value::kS;
+    case TypeKind::kStack:
+      return pb::Value::kStack;
+    default:
+      return pb::Value::kI;
+  }
+}
+
+const char* KindName(int k) {
+  return k == pb::Value::kS ? "a string" : k == pb::Value::kStack ? "a stack" : "an integer";
+}
+
+}  // namespace
+
+GroupShape ShapeOf(const Plan& p, int host_key) {
+  GroupShape g;
+  for (const Slot& k : p.keys) g.keys.push_back(KindOf(k.type.kind));
+  if (host_key >= 0 && static_cast<size_t>(host_key) <= g.keys.size())
+    g.keys.insert(g.keys.begin() + host_key, pb::Value::kS);
+  for (const AggSlot& a : p.aggs) g.aggs.push_back(SpecOf(*a.item));
+  return g;
+}
+
+std::string CheckShape(const pb::WindowState& s, const GroupShape& shape,
+                       std::vector<Row>* rows) {
+  for (int gi = 0; gi < s.groups_size(); ++gi) {
+    const pb::Group& g = s.groups(gi);
+    if (static_cast<size_t>(g.keys_size()) != shape.keys.size() ||
+        static_cast<size_t>(g.aggs_size()) != shape.aggs.size())
+      return fmt::format("a state that does not fit the query: group {} has {} keys and {} aggregates, the query {} and {}", gi,
+                         g.keys_size(), g.aggs_size(), shape.keys.size(),
+                         shape.aggs.size());
+    for (int k = 0; k < g.keys_size(); ++k) {
+      // An unset oneof decodes as the integer 0, as protobuf's own default would.
+      int got = g.keys(k).v_case() == pb::Value::V_NOT_SET ? pb::Value::kI : g.keys(k).v_case();
+      if (got != shape.keys[k])
+        return fmt::format(
+            "a state that does not fit the query: group {} key {} is {}, the query's is {}", gi,
+            k, KindName(got), KindName(shape.keys[k]));
+    }
+  }
+  if (Status st = GroupsToRows(s, rows); !st.ok()) return st.message();
+  for (size_t r = 0; r < rows->size(); ++r)
+    for (size_t a = 0; a < shape.aggs.size(); ++a)
+      if (!SameSpec((*rows)[r].aggs[a].spec(), shape.aggs[a]) ||
+          (*rows)[r].aggs[a].bytes().size() != AggState::SizeOf(shape.aggs[a]))
+        return fmt::format("a state that does not fit the query: group {} aggregate {} is not "
+                           "the query's", r, a);
+  return "";
+}
+
+void WindowTable::WaitForAdd(uint64_t since, std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  added_.wait_for(lk, timeout, [&] { return adds_ != since; });
+}
+
+bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
   std::vector<Row> rows;
-  if (!GroupsToRows(s, &rows).ok()) return false;
+  std::string bad;
+  if (shape_) {
+    bad = CheckShape(s, *shape_, &rows);
+  } else if (Status st = GroupsToRows(s, &rows); !st.ok()) {
+    bad = st.message();
+  }
+  if (!bad.empty()) {
+    if (why) *why = bad;
+    return false;
+  }
   std::lock_guard lk(mu_);
+  ++adds_;
+  added_.notify_all();
   if (s.index() < closed_below_ || closed_.count(s.index())) {
     ++late_;
     return false;

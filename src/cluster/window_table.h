@@ -3,14 +3,18 @@
 // closed is late: counted and dropped, never merged into another window.
 #pragma once
 
+#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine/value.h"
+#include "query/plan.h"
 #include "fay_cluster.pb.h"
 
 namespace fay::cluster {
@@ -19,21 +23,40 @@ namespace pb = ::fay::cluster::v1;
 
 inline constexpr uint32_t kProtocolVersion = 1;
 
-// Rows to groups and back. Stacks do not cross the wire (the query is refused before).
+// Rows to groups and back. A stack crosses with the names its host's symbolizer gave it.
 void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out);
 Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows);
+
+// What every group of a query's states must look like: its keys' kinds and its aggregates'
+// specs, from the plan. A state of another shape (another plan, a hostile peer) is refused
+// whole, before any of it is merged.
+struct GroupShape {
+  std::vector<int> keys;  // each key's pb::Value case: kI, kS or kStack
+  std::vector<AggSpec> aggs;
+};
+// host_key >= 0: a string key the agent inserts there (`by host`), which the plan lacks.
+GroupShape ShapeOf(const Plan& p, int host_key = -1);
+// Why s does not fit `shape`, or "" when it does (every aggregate decoded and checked).
+std::string CheckShape(const pb::WindowState& s, const GroupShape& shape, std::vector<Row>* rows);
 
 class WindowTable {
  public:
   // max_keys bounds each window's merged groups: past it new keys are left out and the
-  // window says it was truncated.
-  explicit WindowTable(size_t max_keys) : max_keys_(max_keys) {}
+  // window says it was truncated. Without a shape, states are checked only for decoding.
+  explicit WindowTable(size_t max_keys, std::optional<GroupShape> shape = std::nullopt)
+      : max_keys_(max_keys), shape_(std::move(shape)) {}
 
   // Folds s into its window. False when the window is closed already (counted late) or the
-  // state does not decode.
-  bool Add(const pb::WindowState& s);
+  // state is refused (it does not decode or fit the shape: *why says how).
+  bool Add(const pb::WindowState& s, std::string* why = nullptr);
   // Whether every host of `hosts` has a word (answered or an error) for window `index`.
   bool Heard(uint64_t index, const std::vector<std::string>& hosts) const;
+  // States added so far; WaitForAdd sleeps until there are more than `since`, or `timeout`.
+  uint64_t adds() const {
+    std::lock_guard lk(mu_);
+    return adds_;
+  }
+  void WaitForAdd(uint64_t since, std::chrono::milliseconds timeout);
   // Removes window `index` and returns it merged: groups, the hosts heard from, stats.
   pb::WindowState Close(uint64_t index);
   uint64_t late() const {
@@ -50,7 +73,10 @@ class WindowTable {
     bool last = false;
   };
   mutable std::mutex mu_;
+  std::condition_variable added_;
+  uint64_t adds_ = 0;
   size_t max_keys_;
+  std::optional<GroupShape> shape_;
   std::map<uint64_t, Open> open_;
   std::set<uint64_t> closed_;  // a window is never reopened
   uint64_t closed_below_ = 0;  // every window under it is closed

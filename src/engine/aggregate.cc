@@ -20,12 +20,6 @@ bool LhistValid(const AggSpec& s) {
   return span / static_cast<uint64_t>(s.step) <= kMaxLhistBuckets;
 }
 
-bool SameSpec(const AggSpec& a, const AggSpec& b) {
-  if (a.func != b.func) return false;
-  if (a.func == AggFunc::kLhist) return a.lo == b.lo && a.hi == b.hi && a.step == b.step;
-  if (a.func == AggFunc::kQuantile) return a.q == b.q;
-  return true;
-}
 
 uint64_t LoadWord(const std::vector<uint8_t>& b, size_t i) {
   uint64_t w = 0;
@@ -64,6 +58,13 @@ uint64_t GetLe(const std::string& in, size_t pos, int n) {
 }
 
 }  // namespace
+
+bool SameSpec(const AggSpec& a, const AggSpec& b) {
+  if (a.func != b.func) return false;
+  if (a.func == AggFunc::kLhist) return a.lo == b.lo && a.hi == b.hi && a.step == b.step;
+  if (a.func == AggFunc::kQuantile) return a.q == b.q;
+  return true;
+}
 
 AggState::AggState(const AggSpec& spec) : spec_(spec), bytes_(SizeOf(spec), 0) {}
 

@@ -54,5 +54,7 @@ class AggState {
 };
 
 AggSpec SpecOf(const AggItem& item);
+// Whether states of the two specs have one layout and may be merged.
+bool SameSpec(const AggSpec& a, const AggSpec& b);
 
 }  // namespace fay

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "query/agg_layout.h"
+#include "schema/syscall_table.h"
 
 namespace fay {
 namespace {
@@ -97,14 +98,26 @@ bool UsesLatency(const Plan& plan) {
 }
 
 // Is `e` str() of a pointer the call reads, on every probe? See Plan::entry_strings.
+// A syscall argument that the kernel only reads, by fay's signature table, which follows the
+// SYSCALL_DEFINE prototypes: it also knows the inputs that the kernel does not declare const
+// (mount's source, target and filesystemtype).
+bool IsInputArg(const ProbeInfo& probe, const Field& f) {
+  if (probe.syscall_nr < 0 || f.index < 0 || f.index >= 6) return false;
+  const SyscallSignature& sig = Signature(probe.syscall_nr);
+  return sig.decoded && f.index < sig.nargs &&
+         sig.args[static_cast<size_t>(f.index)].dir == ArgDir::kIn &&
+         sig.args[static_cast<size_t>(f.index)].len == LenKind::kNul;
+}
+
 bool IsInputString(const Plan& plan, const Expr& e) {
   if (e.kind != ExprKind::kCall || e.name != "str" || e.kids.empty()) return false;
   const Expr& ptr = *e.kids[0];
   if (ptr.kind != ExprKind::kField || ptr.field_index.size() != plan.probes.size()) return false;
   for (size_t p = 0; p < plan.probes.size(); ++p) {
     const Field& f = plan.probes[p].fields[static_cast<size_t>(ptr.field_index[p])];
-    bool input = (plan.probes[p].kind == ProbeKind::kSyscall && f.source == FieldSource::kCtx &&
-                  f.c_type.rfind("const ", 0) == 0) ||
+    const ProbeInfo& probe = plan.probes[p];
+    bool input = (probe.kind == ProbeKind::kSyscall && f.source == FieldSource::kCtx &&
+                  (f.c_type.rfind("const ", 0) == 0 || IsInputArg(probe, f))) ||
                  f.source == FieldSource::kUprobeArg;
     if (!input) return false;
   }

@@ -70,6 +70,60 @@ TEST(WindowTable, AStateThatDoesNotDecodeIsRefused) {
   EXPECT_FALSE(t.Add(ws));
 }
 
+TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
+  GroupShape shape;
+  shape.keys = {pb::Value::kS};
+  AggSpec count;
+  count.func = AggFunc::kCount;
+  shape.aggs = {count};
+  WindowTable t(10, shape);
+  std::string why;
+  EXPECT_TRUE(t.Add(State(0, "h1", 2), &why)) << why;
+  // An integer where the query has a string key.
+  pb::WindowState ws = State(0, "h2", 5);
+  ws.mutable_groups(0)->mutable_keys(0)->set_i(7);
+  EXPECT_FALSE(t.Add(ws, &why));
+  EXPECT_EQ(why,
+            "a state that does not fit the query: group 0 key 0 is an integer, the query's is a "
+            "string");
+  // A histogram where the query has a count: decodes, but is not the query's.
+  AggSpec hist;
+  hist.func = AggFunc::kHist;
+  AggState h(hist);
+  h.Update(5);
+  pb::WindowState other = State(0, "h3", 1);
+  other.mutable_groups(0)->set_aggs(0, h.Serialize());
+  EXPECT_FALSE(t.Add(other, &why));
+  EXPECT_EQ(why, "a state that does not fit the query: group 0 aggregate 0 is not the query's");
+  // Nothing of the refused states was merged, nor their hosts heard.
+  pb::WindowState w = t.Close(0);
+  EXPECT_EQ(CountOf(w), 2);
+  EXPECT_EQ(w.hosts_size(), 1);
+}
+
+TEST(WindowTable, StacksCrossWithTheirHostsNames) {
+  AggSpec count;
+  count.func = AggFunc::kCount;
+  AggState c(count);
+  c.Update(0);
+  Stack st;
+  st.frames = {0x401000, 0x401100};
+  st.names = {"work+0x10", ""};
+  st.tgid = 42;
+  pb::WindowState ws;
+  RowsToGroups({Row{{Value{st}, Value{std::string("h1")}}, {c}}}, &ws);
+  std::vector<Row> rows;
+  ASSERT_TRUE(GroupsToRows(ws, &rows).ok());
+  const Stack& back = std::get<Stack>(rows.at(0).keys.at(0));
+  EXPECT_EQ(back.frames, st.frames);
+  EXPECT_EQ(back.names, st.names);
+  EXPECT_EQ(back.tgid, 42);
+  // Names that do not match the frames are no stack fay sent.
+  ws.mutable_groups(0)->mutable_keys(0)->mutable_stack()->add_names("extra");
+  rows.clear();
+  EXPECT_FALSE(GroupsToRows(ws, &rows).ok());
+}
+
 TEST(Layout, SmallListsAreFlatLargeOnesATree) {
   std::vector<std::string> hosts;
   for (int i = 0; i < 16; ++i) hosts.push_back("h" + std::to_string(i));
