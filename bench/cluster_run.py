@@ -105,7 +105,6 @@ def coordinate(fay, hosts, fanout, query, expect_windows):
                 continue
             windows.append((row["window"], now, cpu_s(p.pid), row.get("hosts_answered"),
                             row.get("hosts_expected")))
-        peak = rss_mb(p.pid) if p.poll() is None else 0.0
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
     finally:

@@ -107,9 +107,11 @@ class SimService final : public pb::Agent::Service {
       uint64_t end = WindowEnd(*req, i);
       while (RealtimeNs() < end) {
         if (cancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "ended");
+        // Up to a whole window: a thousand threads waking every few ms would cost the
+        // simulator more CPU than the agents it stands for.
         uint64_t left = end - RealtimeNs();
         std::this_thread::sleep_for(
-            std::chrono::nanoseconds(std::min<uint64_t>(left, 50'000'000)));
+            std::chrono::nanoseconds(std::min<uint64_t>(left, 1'000'000'000)));
       }
       bool last = IsLastWindow(*req, i);
       if (!writer->Write(engine.TakeWindow(i, last))) return grpc::Status::OK;

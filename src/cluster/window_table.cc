@@ -82,31 +82,64 @@ GroupShape ShapeOf(const Plan& p, int host_key) {
   return g;
 }
 
-std::string CheckShape(const pb::WindowState& s, const GroupShape& shape,
-                       std::vector<Row>* rows) {
-  for (int gi = 0; gi < s.groups_size(); ++gi) {
-    const pb::Group& g = s.groups(gi);
-    if (static_cast<size_t>(g.keys_size()) != shape.keys.size() ||
-        static_cast<size_t>(g.aggs_size()) != shape.aggs.size())
-      return fmt::format("a state that does not fit the query: group {} has {} keys and {} aggregates, the query {} and {}", gi,
-                         g.keys_size(), g.aggs_size(), shape.keys.size(),
-                         shape.aggs.size());
-    for (int k = 0; k < g.keys_size(); ++k) {
-      // An unset oneof decodes as the integer 0, as protobuf's own default would.
-      int got = g.keys(k).v_case() == pb::Value::V_NOT_SET ? pb::Value::kI : g.keys(k).v_case();
-      if (got != shape.keys[k])
-        return fmt::format(
-            "a state that does not fit the query: group {} key {} is {}, the query's is {}", gi,
-            k, KindName(got), KindName(shape.keys[k]));
+namespace {
+
+// A group's keys as one string, the merge map's key: a tag per value, then its bytes. Two
+// groups have equal strings exactly when their keys are equal (a stack by frames and process,
+// as the engine compares stacks).
+std::string EncodeKeys(const pb::Group& g) {
+  std::string out;
+  auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  for (const pb::Value& v : g.keys()) {
+    char tag = static_cast<char>(v.v_case());
+    out.push_back(tag);
+    if (v.v_case() == pb::Value::kS) {
+      uint32_t n = static_cast<uint32_t>(v.s().size());
+      put(&n, 4);
+      out += v.s();
+    } else if (v.v_case() == pb::Value::kStack) {
+      uint32_t n = static_cast<uint32_t>(v.stack().frames_size());
+      put(&n, 4);
+      for (uint64_t f : v.stack().frames()) put(&f, 8);
+      int32_t tgid = v.stack().tgid();
+      put(&tgid, 4);
+    } else {
+      int64_t i = v.i();
+      put(&i, 8);
     }
   }
-  if (Status st = GroupsToRows(s, rows); !st.ok()) return st.message();
-  for (size_t r = 0; r < rows->size(); ++r)
-    for (size_t a = 0; a < shape.aggs.size(); ++a)
-      if (!SameSpec((*rows)[r].aggs[a].spec(), shape.aggs[a]) ||
-          (*rows)[r].aggs[a].bytes().size() != AggState::SizeOf(shape.aggs[a]))
-        return fmt::format("a state that does not fit the query: group {} aggregate {} is not "
-                           "the query's", r, a);
+  return out;
+}
+
+}  // namespace
+
+std::string CheckState(const pb::WindowState& s, const GroupShape* shape) {
+  const std::string prefix = "a state that does not fit the query: ";
+  for (int gi = 0; gi < s.groups_size(); ++gi) {
+    const pb::Group& g = s.groups(gi);
+    if (shape && (static_cast<size_t>(g.keys_size()) != shape->keys.size() ||
+                  static_cast<size_t>(g.aggs_size()) != shape->aggs.size()))
+      return prefix + fmt::format("group {} has {} keys and {} aggregates, the query {} and {}",
+                                  gi, g.keys_size(), g.aggs_size(), shape->keys.size(),
+                                  shape->aggs.size());
+    for (int k = 0; k < g.keys_size(); ++k) {
+      const pb::Value& v = g.keys(k);
+      // An unset oneof decodes as the integer 0, as protobuf's own default would.
+      int got = v.v_case() == pb::Value::V_NOT_SET ? pb::Value::kI : v.v_case();
+      if (shape && got != shape->keys[k])
+        return prefix + fmt::format("group {} key {} is {}, the query's is {}", gi, k,
+                                    KindName(got), KindName(shape->keys[k]));
+      if (got == pb::Value::kStack && v.stack().names_size() != 0 &&
+          v.stack().names_size() != v.stack().frames_size())
+        return "a state that does not decode: a stack whose names do not match its frames";
+    }
+    for (int a = 0; a < g.aggs_size(); ++a) {
+      auto spec = AggState::Validate(g.aggs(a));
+      if (!spec.ok()) return "a state that does not decode: " + spec.status().message();
+      if (shape && !SameSpec(*spec, shape->aggs[a]))
+        return prefix + fmt::format("group {} aggregate {} is not the query's", gi, a);
+    }
+  }
   return "";
 }
 
@@ -116,40 +149,38 @@ void WindowTable::WaitForAdd(uint64_t since, std::chrono::milliseconds timeout) 
 }
 
 bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
-  std::vector<Row> rows;
-  std::string bad;
-  if (shape_) {
-    bad = CheckShape(s, *shape_, &rows);
-  } else if (Status st = GroupsToRows(s, &rows); !st.ok()) {
-    bad = st.message();
-  }
+  // The whole state is checked before any of it is merged: a bad one is refused whole.
+  std::string bad = CheckState(s, shape_ ? &*shape_ : nullptr);
   if (!bad.empty()) {
     if (why) *why = bad;
     return false;
   }
   std::lock_guard lk(mu_);
-  ++adds_;
-  added_.notify_all();
   if (s.index() < closed_below_ || closed_.count(s.index())) {
     ++late_;
     return false;
   }
+  ++adds_;
+  added_.notify_all();
   Open& w = open_[s.index()];
-  for (Row& r : rows) {
-    auto it = w.groups.find(r.keys);
+  for (const pb::Group& g : s.groups()) {
+    std::string key = EncodeKeys(g);
+    auto it = w.groups.find(key);
     if (it == w.groups.end()) {
       if (w.groups.size() >= max_keys_) {
         w.truncated = true;
         continue;
       }
-      w.groups.emplace(std::move(r.keys), std::move(r.aggs));
+      Merged m;
+      *m.keys.mutable_keys() = g.keys();
+      m.aggs.resize(static_cast<size_t>(g.aggs_size()));
+      for (int a = 0; a < g.aggs_size(); ++a) m.aggs[a].MergeSerialized(g.aggs(a));
+      w.groups.emplace(std::move(key), std::move(m));
       continue;
     }
-    if (it->second.size() != r.aggs.size()) continue;  // another plan: never merged
-    for (size_t i = 0; i < r.aggs.size(); ++i) {
-      if (!(it->second[i].spec().func == r.aggs[i].spec().func)) continue;
-      it->second[i].Merge(r.aggs[i]);
-    }
+    Merged& m = it->second;
+    if (m.aggs.size() != static_cast<size_t>(g.aggs_size())) continue;  // another plan
+    for (int a = 0; a < g.aggs_size(); ++a) m.aggs[a].MergeSerialized(g.aggs(a));
   }
   for (const pb::HostState& h : s.hosts()) {
     auto [it, fresh] = w.hosts.emplace(h.address(), h);
@@ -173,6 +204,8 @@ bool WindowTable::Heard(uint64_t index, const std::vector<std::string>& hosts) c
   std::lock_guard lk(mu_);
   auto it = open_.find(index);
   if (it == open_.end()) return hosts.empty();
+  // Called on every state that arrives: the count settles most calls without a lookup each.
+  if (it->second.hosts.size() < hosts.size()) return false;
   for (const std::string& h : hosts)
     if (!it->second.hosts.count(h)) return false;
   return true;
@@ -188,9 +221,12 @@ pb::WindowState WindowTable::Close(uint64_t index) {
   auto it = open_.find(index);
   if (it == open_.end()) return out;
   Open& w = it->second;
-  std::vector<Row> rows;
-  for (auto& [keys, aggs] : w.groups) rows.push_back(Row{keys, aggs});
-  RowsToGroups(rows, &out);
+  out.mutable_groups()->Reserve(static_cast<int>(w.groups.size()));
+  for (auto& [key, m] : w.groups) {
+    pb::Group* g = out.add_groups();
+    g->mutable_keys()->Swap(m.keys.mutable_keys());
+    for (const AggState& a : m.aggs) g->add_aggs(a.Serialize());
+  }
   for (auto& [addr, h] : w.hosts) *out.add_hosts() = h;
   *out.mutable_stats() = w.stats;
   out.set_truncated(w.truncated);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/value.h"
@@ -21,7 +22,8 @@ namespace fay::cluster {
 
 namespace pb = ::fay::cluster::v1;
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: aggregate states in their compact form (varint counters).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Rows to groups and back. A stack crosses with the names its host's symbolizer gave it.
 void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out);
@@ -36,8 +38,9 @@ struct GroupShape {
 };
 // host_key >= 0: a string key the agent inserts there (`by host`), which the plan lacks.
 GroupShape ShapeOf(const Plan& p, int host_key = -1);
-// Why s does not fit `shape`, or "" when it does (every aggregate decoded and checked).
-std::string CheckShape(const pb::WindowState& s, const GroupShape& shape, std::vector<Row>* rows);
+// Why s does not decode or fit `shape` (when given), or "" when it is sound: every key's kind,
+// every aggregate's header and body checked in place, nothing copied.
+std::string CheckState(const pb::WindowState& s, const GroupShape* shape);
 
 class WindowTable {
  public:
@@ -65,8 +68,12 @@ class WindowTable {
   }
 
  private:
+  struct Merged {
+    pb::Group keys;  // its keys as they came (aggs unused)
+    std::vector<AggState> aggs;
+  };
   struct Open {
-    std::map<std::vector<Value>, std::vector<AggState>> groups;
+    std::unordered_map<std::string, Merged> groups;  // by EncodeKeys
     std::map<std::string, pb::HostState> hosts;  // by address
     pb::Stats stats;
     bool truncated = false;

@@ -41,20 +41,76 @@ void DistinctAdd(std::vector<uint8_t>& regs, uint64_t h) {
   r = std::max<uint8_t>(r, static_cast<uint8_t>(HllRank(h)));
 }
 
-// Serialized form, all little-endian:
-//   u8 version (1) | u8 func | s64 lo | s64 hi | s64 step | f64 q | u32 len | len bytes
-constexpr uint8_t kSerialVersion = 1;
-constexpr size_t kHeaderSize = 1 + 1 + 8 * 4 + 4;
+// Serialized form (the cluster's wire; version 2). Compact, because a window of a busy host
+// holds hundreds of mostly empty histograms:
+//   u8 version (2) | u8 func | lhist only: varint zigzag lo, hi, step | quantile only: f64 q
+//   | varint len (bytes of the layout) | body
+// The body of distinct is its len register bytes; every other layout is a vector of u64
+// counters (agg_layout.h), each as a varint, so an empty bucket takes one byte.
+constexpr uint8_t kSerialVersion = 2;
 
-void PutLe(std::string& out, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+void PutVarint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
 }
 
-uint64_t GetLe(const std::string& in, size_t pos, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i)
-    v |= static_cast<uint64_t>(static_cast<uint8_t>(in[pos + i])) << (8 * i);
-  return v;
+// Reads a varint at *pos; false past the end or past 10 bytes.
+bool GetVarint(std::string_view in, size_t* pos, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && *pos < in.size(); shift += 7) {
+    uint8_t b = static_cast<uint8_t>(in[(*pos)++]);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+bool IsCounterLayout(AggFunc f) {
+  return f != AggFunc::kDistinct;
+}
+
+// The header of a serialized state: its spec and where its body starts, or why it is corrupt.
+Expected<std::pair<AggSpec, size_t>> ParseHeader(std::string_view in) {
+  auto bad = [](const std::string& why) {
+    return Error(Code::kInvalidArgument, "corrupt aggregate state: " + why);
+  };
+  if (in.size() < 3) return bad("truncated header");
+  if (static_cast<uint8_t>(in[0]) != kSerialVersion)
+    return bad("unsupported version " + std::to_string(static_cast<uint8_t>(in[0])));
+  uint8_t func = static_cast<uint8_t>(in[1]);
+  if (func > static_cast<uint8_t>(AggFunc::kDistinct)) return bad("unknown function");
+  AggSpec spec;
+  spec.func = static_cast<AggFunc>(func);
+  size_t pos = 2;
+  if (spec.func == AggFunc::kLhist) {
+    uint64_t lo, hi, step;
+    if (!GetVarint(in, &pos, &lo) || !GetVarint(in, &pos, &hi) || !GetVarint(in, &pos, &step))
+      return bad("truncated header");
+    spec.lo = UnZigZag(lo);
+    spec.hi = UnZigZag(hi);
+    spec.step = UnZigZag(step);
+    if (!LhistValid(spec)) return bad("invalid lhist bounds");
+  }
+  if (spec.func == AggFunc::kQuantile) {
+    if (in.size() < pos + 8) return bad("truncated header");
+    std::memcpy(&spec.q, in.data() + pos, 8);
+    pos += 8;
+    if (!(spec.q > 0 && spec.q <= 1)) return bad("invalid quantile");
+  }
+  uint64_t len;
+  if (!GetVarint(in, &pos, &len)) return bad("truncated header");
+  if (len != AggState::SizeOf(spec)) return bad("state size does not match its function");
+  return std::make_pair(spec, pos);
 }
 
 }  // namespace
@@ -180,53 +236,88 @@ void AggState::Merge(const AggState& other) {
 
 std::string AggState::Serialize() const {
   std::string out;
-  out.reserve(kHeaderSize + bytes_.size());
+  out.reserve(16 + (IsCounterLayout(spec_.func) ? bytes_.size() / 8 : bytes_.size()));
   out.push_back(static_cast<char>(kSerialVersion));
   out.push_back(static_cast<char>(spec_.func));
-  PutLe(out, static_cast<uint64_t>(spec_.lo), 8);
-  PutLe(out, static_cast<uint64_t>(spec_.hi), 8);
-  PutLe(out, static_cast<uint64_t>(spec_.step), 8);
-  uint64_t qbits;
-  std::memcpy(&qbits, &spec_.q, 8);
-  PutLe(out, qbits, 8);
-  PutLe(out, bytes_.size(), 4);
-  out.append(reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+  if (spec_.func == AggFunc::kLhist) {
+    PutVarint(out, ZigZag(spec_.lo));
+    PutVarint(out, ZigZag(spec_.hi));
+    PutVarint(out, ZigZag(spec_.step));
+  }
+  if (spec_.func == AggFunc::kQuantile)
+    out.append(reinterpret_cast<const char*>(&spec_.q), sizeof spec_.q);
+  PutVarint(out, bytes_.size());
+  if (IsCounterLayout(spec_.func)) {
+    for (size_t i = 0; i < bytes_.size() / 8; ++i) PutVarint(out, LoadWord(bytes_, i));
+  } else {
+    out.append(reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+  }
   return out;
 }
 
-Expected<AggState> AggState::Deserialize(const std::string& in) {
+Expected<AggSpec> AggState::Validate(std::string_view in) {
   auto bad = [](const std::string& why) {
     return Error(Code::kInvalidArgument, "corrupt aggregate state: " + why);
   };
-  if (in.size() < kHeaderSize) return bad("truncated header");
-  if (static_cast<uint8_t>(in[0]) != kSerialVersion) {
-    return bad("unsupported version " + std::to_string(static_cast<uint8_t>(in[0])));
-  }
-  uint8_t func = static_cast<uint8_t>(in[1]);
-  if (func > static_cast<uint8_t>(AggFunc::kDistinct)) return bad("unknown function");
-  AggSpec spec;
-  spec.func = static_cast<AggFunc>(func);
-  spec.lo = static_cast<int64_t>(GetLe(in, 2, 8));
-  spec.hi = static_cast<int64_t>(GetLe(in, 10, 8));
-  spec.step = static_cast<int64_t>(GetLe(in, 18, 8));
-  uint64_t qbits = GetLe(in, 26, 8);
-  std::memcpy(&spec.q, &qbits, 8);
-  uint64_t len = GetLe(in, 34, 4);
-  if (spec.func == AggFunc::kLhist && !LhistValid(spec)) return bad("invalid lhist bounds");
-  if (spec.func == AggFunc::kQuantile && !(spec.q > 0 && spec.q <= 1))
-    return bad("invalid quantile");
-  if (len != SizeOf(spec)) return bad("state size does not match its function");
-  if (in.size() != kHeaderSize + len) return bad("length mismatch");
-  AggState s = FromBytes(spec, in.data() + kHeaderSize, len);
-  if (spec.func == AggFunc::kMin || spec.func == AggFunc::kMax) {
-    if (LoadWord(s.bytes_, 0) > 1) return bad("invalid min/max flag");
-  }
-  if (spec.func == AggFunc::kDistinct) {
-    for (uint8_t r : s.bytes_) {
-      if (r > kHllMaxRank) return bad("invalid HyperLogLog register");
+  FAY_ASSIGN_OR_RETURN(auto header, ParseHeader(in));
+  auto [spec, pos] = header;
+  size_t len = SizeOf(spec);
+  if (IsCounterLayout(spec.func)) {
+    for (size_t i = 0; i < len / 8; ++i) {
+      uint64_t w;
+      if (!GetVarint(in, &pos, &w)) return bad("truncated body");
+      if (i == 0 && (spec.func == AggFunc::kMin || spec.func == AggFunc::kMax) && w > 1)
+        return bad("invalid min/max flag");
     }
+  } else {
+    if (in.size() < pos + len) return bad("truncated body");
+    for (size_t i = 0; i < len; ++i)
+      if (static_cast<uint8_t>(in[pos + i]) > kHllMaxRank)
+        return bad("invalid HyperLogLog register");
+    pos += len;
   }
+  if (pos != in.size()) return bad("length mismatch");
+  return spec;
+}
+
+Expected<AggState> AggState::Deserialize(const std::string& in) {
+  FAY_ASSIGN_OR_RETURN(AggSpec spec, Validate(in));
+  AggState s(spec);
+  s.MergeSerialized(in);
   return s;
+}
+
+void AggState::MergeSerialized(std::string_view in) {
+  // Validate has checked it; a state that fails here again is left alone.
+  auto header = ParseHeader(in);
+  if (!header.ok()) return;
+  auto [spec, pos] = *header;
+  size_t len = SizeOf(spec);
+  if (bytes_.empty()) *this = AggState(spec);
+  if (!SameSpec(spec_, spec) || bytes_.size() != len) return;
+  if (!IsCounterLayout(spec.func)) {
+    if (in.size() < pos + len) return;
+    for (size_t i = 0; i < len; ++i)
+      bytes_[i] = std::max(bytes_[i], static_cast<uint8_t>(in[pos + i]));
+    return;
+  }
+  if (spec.func == AggFunc::kMin || spec.func == AggFunc::kMax) {
+    uint64_t has, v;
+    if (GetVarint(in, &pos, &has) && GetVarint(in, &pos, &v) && has) {
+      if (LoadWord(bytes_, 0) == 0) {
+        StoreWord(bytes_, 0, 1);
+        StoreWord(bytes_, 1, v);
+      } else {
+        Update(static_cast<int64_t>(v));
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < len / 8; ++i) {
+    uint64_t w;
+    if (!GetVarint(in, &pos, &w)) return;
+    AddWord(bytes_, i, w);
+  }
 }
 
 uint64_t AggState::Count() const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -34,6 +35,10 @@ class AggState {
   // Serialization for the wire and files: spec + bytes; Deserialize validates sizes.
   std::string Serialize() const;
   static Expected<AggState> Deserialize(const std::string& bytes);
+  // Checks a serialized state in place, without copying it: its spec, or why it is corrupt.
+  static Expected<AggSpec> Validate(std::string_view bytes);
+  // Merges a serialized state that Validate accepted, without decoding it into a new state.
+  void MergeSerialized(std::string_view bytes);
 
   const AggSpec& spec() const { return spec_; }
   const std::vector<uint8_t>& bytes() const { return bytes_; }

@@ -29,6 +29,39 @@ TEST(PlannerTest, EntryOnlyWhenNoExitFieldIsRead) {
   EXPECT_EQ(p.attachments[0].probe_index, -1);
 }
 
+// A syscall's input string is read at entry even where the kernel does not declare it const
+// (mount's), by fay's signature table; an output buffer is read at exit, when it holds data.
+TEST(PlannerTest, InputStringsAreReadAtEntryByTheSignatureTable) {
+  class Catalog : public ProbeCatalog {
+   public:
+    Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override {
+      auto arg = [](const std::string& name, const std::string& c_type, int index) {
+        Field f = F(name, Type::UserPtr());
+        f.c_type = c_type;
+        f.index = index;
+        return f;
+      };
+      if (spec == "syscall:mount")
+        return std::vector<ProbeInfo>{Probe(
+            spec, ProbeKind::kSyscall,
+            SyscallTail({arg("args.dev_name", "char *", 0), arg("args.dir_name", "char *", 1),
+                         arg("args.type", "char *", 2)}))};
+      if (spec == "syscall:read")
+        return std::vector<ProbeInfo>{
+            Probe(spec, ProbeKind::kSyscall, SyscallTail({arg("args.buf", "char *", 1)}))};
+      return Error(Code::kNotFound, spec);
+    }
+    std::vector<std::string> Nearest(const std::string&, size_t) override { return {}; }
+  } catalog;
+  auto mount = CompileQuery("syscall:mount | count() by str(args.dir_name), ret", catalog);
+  ASSERT_TRUE(mount.ok()) << mount.status().message();
+  ASSERT_EQ(mount->entry_strings.size(), 1u);
+  EXPECT_EQ(mount->entry_strings[0]->text, "str(args.dir_name)");
+  auto read = CompileQuery("syscall:read | count() by str(args.buf), ret", catalog);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(read->entry_strings.empty());
+}
+
 TEST(PlannerTest, RetErrnoAndLatencyPairEntryWithExit) {
   for (const char* q : {"syscall:openat | where ret < 0 | count()",
                         "syscall:openat | count() by errno", "syscall:openat | hist(latency)"}) {
