@@ -9,7 +9,8 @@ sim: cluster_sim serves the agents; the coordinator (`fay query --hosts-file`) r
 `syscall:* | count(), hist(latency) by comm | every 1s` over them. real: that many `fay agent`
 processes on loopback, each attaching `syscall:getppid | count() by host`. Both print
 
-  cluster: windows W, hosts A of E, first window at T s, close latency median M ms max X ms,
+  cluster: windows W, C complete, hosts A of E in the worst, first window at T s, close
+  latency median M ms max X ms,
   coordinator CPU per window C ms, coordinator RSS R MB
 
 where a window's close latency is its arrival at the coordinator's output less its end, and
@@ -120,13 +121,16 @@ def coordinate(fay, hosts, fanout, query, expect_windows):
     total_cpu = ru.ru_utime + ru.ru_stime
     answered = min(w[3] or 0 for w in windows)
     expected = windows[0][4] or len(hosts)
-    print(f"cluster: windows {len(windows)} of {expect_windows}, hosts {answered} of {expected}, "
+    complete = sum(1 for w in windows if (w[3] or 0) == expected)
+    print(f"cluster: windows {len(windows)} of {expect_windows}, {complete} complete, hosts "
+          f"{answered} of {expected} in the worst, "
           f"first window at {windows[0][1] - t0:.3f} s, close latency median "
           f"{statistics.median(lat) * 1000:.1f} ms max {max(lat) * 1000:.1f} ms, coordinator CPU "
           f"per window {per_window * 1000:.1f} ms, coordinator start {windows[0][2] * 1000:.0f} "
           f"ms CPU, total {total_cpu:.3f} s, coordinator RSS {ru.ru_maxrss / 1024:.1f} MB, "
           f"exit {p.returncode}", file=sys.stderr)
-    return 0 if p.returncode == 0 and len(windows) == expect_windows else 1
+    # A partial window is a figure here (the worst window's hosts), not a failed run.
+    return 0 if p.returncode in (0, 3) and len(windows) == expect_windows else 1
 
 
 def main():
