@@ -47,6 +47,7 @@ struct QueryOptions {
   std::string hosts, hosts_file;
   uint32_t fanout = 32;
   std::string deadline = "1s";
+  uint64_t max_merge_mib = 512;
   cluster::TlsFiles tls;
 };
 
@@ -168,7 +169,11 @@ int RunHostsQuery(const QueryOptions& opt) {
   o.format = opt.format;
   o.fanout = opt.fanout;
   o.max_keys = opt.max_keys;
+  o.max_merge_bytes = opt.max_merge_mib << 20;
   o.tls = opt.tls;
+  if (opt.max_merge_mib < 1 || opt.max_merge_mib > (1u << 20))
+    return Fail(Error(Code::kInvalidArgument,
+                      fmt::format("--max-merge-memory must be 1 to {} MiB", 1u << 20)));
   if (!opt.command.empty() || opt.pid || !opt.input.empty())
     return Fail(Error(Code::kInvalidArgument, "--hosts cannot be combined with -c, -p or -i"));
   auto d = ParseOffset("--deadline", opt.deadline);
@@ -392,6 +397,9 @@ Runner RegisterQuery(CLI::App& app) {
   cmd->add_option("--fanout", opt->fanout, "with --hosts: children per node of the tree (32)");
   cmd->add_option("--deadline", opt->deadline,
                   "with --hosts: how long past its end a window waits for late hosts (1s)");
+  cmd->add_option("--max-merge-memory", opt->max_merge_mib,
+                  "with --hosts: MiB of merged windows each node keeps, past which a window is "
+                  "truncated (512)");
   cmd->add_option("--tls-cert", opt->tls.cert, "with --hosts: this client's certificate (PEM)");
   cmd->add_option("--tls-key", opt->tls.key, "with --hosts: its private key (PEM)");
   cmd->add_option("--tls-ca", opt->tls.ca, "with --hosts: the CA that signed the agents' (PEM)");

@@ -99,6 +99,7 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   r.set_for_ns(p.for_ns);
   r.set_deadline_ns(o.deadline_ns);
   r.set_max_keys(o.max_keys);
+  r.set_max_merge_bytes(o.max_merge_bytes);
   no.tls = o.tls;
   no.max_keys = o.max_merged_keys;
   no.shape = ShapeOf(p);

@@ -20,6 +20,7 @@ struct ClusterQueryOptions {
   uint64_t deadline_ns = 1'000'000'000;
   uint32_t max_keys = 10240;           // each agent's map
   size_t max_merged_keys = 1'000'000;  // each window's merged groups, here and in inner agents
+  uint64_t max_merge_bytes = 0;        // each node's open windows (0: kDefaultMergeBytes)
   TlsFiles tls;
 };
 

@@ -246,7 +246,8 @@ bool RunNode(const NodeOptions& o, LocalEngine* local,
              const std::function<bool(const pb::WindowState&)>& emit,
              const std::function<bool()>& cancelled, const std::atomic<bool>& stop) {
   const pb::QueryRequest& r = o.request;
-  WindowTable table(o.max_keys, o.shape);
+  WindowTable table(o.max_keys, o.shape,
+                    r.max_merge_bytes() ? r.max_merge_bytes() : kDefaultMergeBytes);
   Fanout fanout(o, &table);
   std::vector<std::string> below(r.subtree().begin(), r.subtree().end());
   std::vector<std::string> expected = below;

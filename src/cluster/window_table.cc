@@ -167,7 +167,13 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
     std::string key = EncodeKeys(g);
     auto it = w.groups.find(key);
     if (it == w.groups.end()) {
-      if (w.groups.size() >= max_keys_) {
+      // A group's memory, about: its key twice (the map's and the message's), its states,
+      // and the nodes and headers around them.
+      size_t need = 2 * key.size() + 128;
+      for (int a = 0; a < g.aggs_size(); ++a)
+        if (auto spec = AggState::Validate(g.aggs(a)); spec.ok())
+          need += AggState::SizeOf(*spec) + 48;
+      if (w.groups.size() >= max_keys_ || bytes_ + need > max_bytes_) {
         w.truncated = true;
         continue;
       }
@@ -176,6 +182,8 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
       m.aggs.resize(static_cast<size_t>(g.aggs_size()));
       for (int a = 0; a < g.aggs_size(); ++a) m.aggs[a].MergeSerialized(g.aggs(a));
       w.groups.emplace(std::move(key), std::move(m));
+      w.bytes += need;
+      bytes_ += need;
       continue;
     }
     Merged& m = it->second;
@@ -231,6 +239,7 @@ pb::WindowState WindowTable::Close(uint64_t index) {
   *out.mutable_stats() = w.stats;
   out.set_truncated(w.truncated);
   out.set_last(w.last);
+  bytes_ -= w.bytes;
   open_.erase(it);
   return out;
 }

@@ -24,6 +24,8 @@ namespace pb = ::fay::cluster::v1;
 
 // 2: aggregate states in their compact form (varint counters).
 inline constexpr uint32_t kProtocolVersion = 2;
+// A node's merged windows, all open ones together, unless the query says otherwise.
+inline constexpr size_t kDefaultMergeBytes = 512ull << 20;
 
 // Rows to groups and back. A stack crosses with the names its host's symbolizer gave it.
 void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out);
@@ -46,8 +48,11 @@ class WindowTable {
  public:
   // max_keys bounds each window's merged groups: past it new keys are left out and the
   // window says it was truncated. Without a shape, states are checked only for decoding.
-  explicit WindowTable(size_t max_keys, std::optional<GroupShape> shape = std::nullopt)
-      : max_keys_(max_keys), shape_(std::move(shape)) {}
+  // max_bytes bounds the memory of all its open windows together, keys and states counted:
+  // past it, too, a window keeps its keys and says it was truncated.
+  explicit WindowTable(size_t max_keys, std::optional<GroupShape> shape = std::nullopt,
+                       size_t max_bytes = kDefaultMergeBytes)
+      : max_keys_(max_keys), max_bytes_(max_bytes), shape_(std::move(shape)) {}
 
   // Folds s into its window. False when the window is closed already (counted late) or the
   // state is refused (it does not decode or fit the shape: *why says how).
@@ -78,11 +83,14 @@ class WindowTable {
     pb::Stats stats;
     bool truncated = false;
     bool last = false;
+    size_t bytes = 0;
   };
   mutable std::mutex mu_;
   std::condition_variable added_;
   uint64_t adds_ = 0;
   size_t max_keys_;
+  size_t max_bytes_;
+  size_t bytes_ = 0;  // what the open windows' groups take, about
   std::optional<GroupShape> shape_;
   std::map<uint64_t, Open> open_;
   std::set<uint64_t> closed_;  // a window is never reopened

@@ -63,6 +63,20 @@ TEST(WindowTable, PastItsKeyBoundAWindowIsTruncatedNotGrown) {
   EXPECT_TRUE(w.truncated());
 }
 
+TEST(WindowTable, PastItsMemoryBoundAWindowIsTruncatedAndTheMemoryComesBack) {
+  // Room for about three groups of a count: each takes its key twice, 128 and 48 bytes.
+  WindowTable t(100, std::nullopt, 3 * (2 * 6 + 128 + 8 + 48) + 10);
+  for (const char* k : {"a", "b", "c", "d"}) t.Add(State(0, "h1", 1, k));
+  pb::WindowState w = t.Close(0);
+  EXPECT_EQ(w.groups_size(), 3);
+  EXPECT_TRUE(w.truncated());
+  // Closed, its memory is free again for the next window.
+  for (const char* k : {"a", "b", "c"}) t.Add(State(1, "h1", 1, k));
+  pb::WindowState w1 = t.Close(1);
+  EXPECT_EQ(w1.groups_size(), 3);
+  EXPECT_FALSE(w1.truncated());
+}
+
 TEST(WindowTable, AStateThatDoesNotDecodeIsRefused) {
   WindowTable t(10);
   pb::WindowState ws = State(0, "h1", 1);

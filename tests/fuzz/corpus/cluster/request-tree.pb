@@ -1,0 +1,1 @@
+0123456789abcdefEsyscall:* | where host == "h1" | count(), hist(latency) by comm, host"h2:1"h3:1"h4:1"h5:1"h6:1(0€€ĞéÎ¸ı8€”ëÜ@€ä—ĞP€Êµîbh1:1
