@@ -93,6 +93,17 @@ std::string SyscallLabel(int32_t nr) {
   return name.empty() ? fmt::format("syscall_{}", nr) : std::string(name);
 }
 
+// What `replay --verify` has to compare against: "12 paths (3 absent)", "none", or "unreadable".
+std::string EndStateSummary(const trace::Reader& r) {
+  if (!r.end_state_error().empty()) return "unreadable (see below)";
+  if (!r.end_state()) return "none";
+  const trace::EndState& es = *r.end_state();
+  size_t absent = 0;
+  for (const trace::EndEntry& e : es.entries) absent += e.kind == trace::EndKind::kAbsent;
+  return fmt::format("{} paths ({} absent{})", es.entries.size(), absent,
+                     es.skipped ? fmt::format(", {} more changed but not noted", es.skipped) : "");
+}
+
 void Print(const trace::Reader& r, const Summary& s) {
   const RecordingInfo& info = r.info();
   const trace::ReaderStats& st = r.stats();
@@ -151,6 +162,7 @@ void Print(const trace::Reader& r, const Summary& s) {
   row("truncated", r.truncated() ? fmt::format("yes (last whole chunk at offset {}: {})",
                                                r.last_chunk_offset(), r.TruncationMessage())
                                  : "no");
+  row("end state", EndStateSummary(r));
   if (s.calls.empty()) return;
   std::vector<std::pair<int32_t, uint64_t>> by_count(s.calls.begin(), s.calls.end());
   std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
@@ -210,6 +222,11 @@ int Run(const InfoOptions& o) {
   }
   if (reader->truncated()) {
     fmt::print(stderr, "fay info: {}\n", reader->TruncationNotice());
+    return trace::kIncompleteExit;
+  }
+  // Damage like any other: the trace was not read whole (docs/FORMAT.md 7.5).
+  if (!reader->end_state_error().empty()) {
+    fmt::print(stderr, "fay info: {}\n", reader->end_state_error());
     return trace::kIncompleteExit;
   }
   return 0;

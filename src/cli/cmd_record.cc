@@ -1,9 +1,16 @@
 // fay record [-o FILE] [--backend auto|ebpf|ptrace] [-e SET] [--max-buffer BYTES]
 //            [--ring-size BYTES] [--consumers N] [--loss block|drop] [-p PID | -- CMD...]
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <optional>
 
 #include "cli/commands.h"
 #include "record/recorder.h"
+#include "replay/end_state_check.h"
+#include "replay/prepare.h"
+#include "replay/sandbox.h"
+#include "trace/end_state.h"
 
 namespace fay::cli {
 namespace {
@@ -23,7 +30,25 @@ struct RecordCli {
   record::RecordOptions opt;
   std::string max_buffer;
   std::string ring_size;
+  bool no_end_state = false;
 };
+
+// Feeds the recorder's calls to a ChangeTracker.
+struct EndStateObserver : record::SyscallObserver {
+  explicit EndStateObserver(const std::string& cwd) : tracker(cwd) {}
+  bool Wants(int nr) const override { return replay::ChangeTracker::Wants(nr); }
+  void Observe(const SyscallEvent& ev) override { tracker.Observe(ev); }
+  replay::ChangeTracker tracker;
+};
+
+// Where the recorded calls' relative paths start: fay's directory for a command, the process's
+// for -p ("" when it cannot be read: relative paths are then not followed).
+std::string StartingDirectory(pid_t pid) {
+  std::string link = pid ? fmt::format("/proc/{}/cwd", pid) : "/proc/self/cwd";
+  char buf[4096];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
 
 // "4096", "64K", "1M", "1G".
 bool ParseSize(const std::string& s, uint64_t* out) {
@@ -60,19 +85,41 @@ int Run(RecordCli& c) {
                c.ring_size);
     return 2;
   }
+  // The paths the program changes, followed as the calls are recorded, for the end state.
+  std::optional<EndStateObserver> changes;
+  if (!c.no_end_state) {
+    changes.emplace(StartingDirectory(c.opt.pid));
+    c.opt.observer = &*changes;
+  }
   auto r = record::Record(c.opt);
   if (!r.ok()) {
     fmt::print(stderr, "fay: {}\n", r.status().message());
     return 1;
   }
   if (!r->error.empty()) fmt::print(stderr, "fay: {}\n", r->error);
+  // The end state: what the program left on disk, for `fay replay --verify` to compare its
+  // tree with. Only for a whole recording; a trace without it still replays and verifies calls.
+  std::string end_note;
+  if (changes && r->error.empty() && !r->detached) {
+    auto live = replay::Sandbox::Open("/");
+    Expected<trace::EndState> es = live.status();
+    if (live.ok()) es = replay::NoteEndState(*live, changes->tracker.Changed());
+    Status st = es.ok() ? trace::AppendEndState(r->path, *es) : es.status();
+    if (!st.ok()) {
+      fmt::print(stderr, "fay: the end state was not noted: {}\n", st.message());
+    } else {
+      end_note = fmt::format("; end state of {} changed paths noted", es->entries.size());
+      if (es->skipped) end_note += fmt::format(" ({} could not be looked at)", es->skipped);
+    }
+  }
   if (!c.opt.quiet)
-    fmt::print(stderr,
-               "fay: recorded {} syscalls from {} processes ({} threads) in {:.2f}s to {} "
-               "({:.1f} KiB, {:.1f} KiB of buffers){}\n",
-               r->syscalls, r->processes, r->threads, r->seconds, r->path, r->file_bytes / 1024.0,
-               r->bytes_captured / 1024.0,
-               r->pauses ? PauseNote(*r) : std::string(r->detached ? "; detached" : ""));
+    fmt::print(
+        stderr,
+        "fay: recorded {} syscalls from {} processes ({} threads) in {:.2f}s to {} "
+        "({:.1f} KiB, {:.1f} KiB of buffers){}\n",
+        r->syscalls, r->processes, r->threads, r->seconds, r->path, r->file_bytes / 1024.0,
+        r->bytes_captured / 1024.0,
+        (r->pauses ? PauseNote(*r) : std::string(r->detached ? "; detached" : "")) + end_note);
   return r->exit_code;
 }
 
@@ -106,6 +153,9 @@ Runner RegisterRecord(CLI::App& app) {
   cmd->add_option("-p,--pid", c->opt.pid, "attach to a running process and its threads")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("-q,--quiet", c->opt.quiet, "no summary on stderr");
+  cmd->add_flag("--no-end-state", c->no_end_state,
+                "do not note the final state of the paths the program changed (replay --verify "
+                "compares its tree with it)");
   cmd->add_option("command", c->opt.argv, "the command to run, after --");
   cmd->positionals_at_end();
   return [c]() { return Run(*c); };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "replay/end_state_check.h"
 #include "replay/prepare.h"
 #include "replay/replayer.h"
 #include "replay/root_guard.h"
@@ -303,6 +304,33 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
+  // The end-state check: the tree the replay left against what the recording left.
+  if (c.verify) {
+    auto reader = trace::Reader::Open(c.path);
+    const std::optional<trace::EndState>* es = reader.ok() ? &reader->end_state() : nullptr;
+    if (!es || !*es) {
+      fmt::print(
+          "end state:  not in this trace (recorded with --no-end-state, cut short, or by "
+          "a fay before trace format 1.4): the tree was not compared\n");
+    } else {
+      replay::EndStateReport e = replay::CompareEndState(**es, *sandbox, c.max_mismatches);
+      for (const std::string& m : e.listed) fmt::print("end state mismatch: {}\n", m);
+      if (e.differ > e.listed.size())
+        fmt::print("end state mismatch: ... and {} more\n", e.differ - e.listed.size());
+      fmt::print("end state:  {} of {} changed paths as recorded{}{}\n", e.paths - e.differ,
+                 e.paths,
+                 e.undetermined ? fmt::format(" ({} only where the trace determines them: files "
+                                              "that existed before and were only appended to or "
+                                              "chmod'ed elsewhere)",
+                                              e.undetermined)
+                                : "",
+                 e.differ ? fmt::format("; {} differ", e.differ) : "");
+      if ((*es)->skipped)
+        fmt::print("end state:  {} changed paths could not be looked at when recorded\n",
+                   (*es)->skipped);
+      if (e.differ) code = 1;
+    }
+  }
   // A trace cut short replays up to the cut, and says so as every command reading one does.
   if (!schedule->truncation.empty()) {
     fmt::print("truncated:  only the calls before the cut were replayed\n");

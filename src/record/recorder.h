@@ -14,6 +14,17 @@
 
 namespace fay::record {
 
+// Sees the recorded calls as they are handed to the trace, on the recorder's threads (one at a
+// time per observer: an observer on several consumers locks itself). Wants() is asked first, per
+// call, so that an observer of a few calls costs the others a table lookup. `fay record` uses
+// one to follow the paths the program changes, for the trace's end state.
+class SyscallObserver {
+ public:
+  virtual ~SyscallObserver() = default;
+  virtual bool Wants(int nr) const = 0;
+  virtual void Observe(const SyscallEvent& ev) = 0;
+};
+
 struct RecordOptions {
   std::string output;             // empty: DefaultOutputName
   std::string backend = "auto";   // auto: ebpf where permitted, else ptrace
@@ -31,6 +42,7 @@ struct RecordOptions {
   // when given (0: one per 4 CPUs fay may use, at most 8; one ring has 16 MiB, several share
   // 32 MiB).
   uint32_t consumers = 0;
+  SyscallObserver* observer = nullptr;  // not owned; outlives the recording
 };
 
 struct RecordResult {

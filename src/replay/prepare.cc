@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,6 +36,16 @@ struct Node {
   Kind kind = Kind::kUnknown;
   bool tentative = false;  // O_CREAT open of an unknown path: created, unless it held data
   bool modified = false;   // the trace changed it: later observations say nothing of the start
+  // For the end-state check (ChangedPath): the trace changed it in any way, it emptied it
+  // (O_TRUNC, a truncate to 0), set its mode, and, for a rename or link target, whether what
+  // came there had contents and a mode the trace determines.
+  bool changed = false;
+  bool emptied = false;
+  bool mode_set = false;
+  bool borrowed = false;       // a rename or link target: its own state is its source's
+  bool was_tentative = false;  // an O_CREAT open may have found it there: its start is unknown
+  bool xattr_set = false;
+  bool borrowed_content = false, borrowed_mode = false;
   // Byte ranges [first, second) the trace wrote in place (write or pwrite at a known offset,
   // nothing truncated or replaced): outside them, later reads still show the original bytes,
   // and a later stat its original type, mode and owner (sqlite, dd conv=notrunc).
@@ -184,8 +195,14 @@ class Simulator {
  public:
   // `parent_of` (pid -> parent, from fork events) may be null: a trace of one thread forks no
   // process that makes calls.
-  Simulator(std::string cwd, const std::map<int32_t, int32_t>* parent_of)
-      : cwd_(cwd.empty() ? std::string() : NormalizePath(cwd)), parent_of_(parent_of) {
+  // `follow_all_clones`: a live recording's calls, whose fork events are not known up front:
+  // every successful clone copies the parent's descriptors and directory to the new id (a
+  // thread's copy is never used: its calls name its process).
+  Simulator(std::string cwd, const std::map<int32_t, int32_t>* parent_of,
+            bool follow_all_clones = false)
+      : cwd_(cwd.empty() ? std::string() : NormalizePath(cwd)),
+        parent_of_(parent_of),
+        follow_all_clones_(follow_all_clones) {
     if (!cwd_.empty()) Parents(cwd_ + "/x");
   }
 
@@ -195,6 +212,8 @@ class Simulator {
   }
   // One call; what it touched is in touched() until the next.
   void Call(const SyscallEvent& ev);
+  // The paths the trace changed, with what of their end state the trace determines.
+  std::vector<ChangedPath> Changed() const;
   std::unordered_map<std::string, Node>& nodes() { return nodes_; }
 
   // The paths the last call looked up, with their nodes (stable: the map is node-based).
@@ -227,10 +246,13 @@ class Simulator {
   void Created(const std::string& path, Kind kind);
   void Parents(const std::string& path);
   void StatResult(Node& n, const CapturedBuffer* b, bool statx);
+  void Effect(const SyscallEvent& ev);
+  void NoteChange(const SyscallEvent& ev);
   void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance);
 
   std::string cwd_;
   const std::map<int32_t, int32_t>* parent_of_;
+  bool follow_all_clones_ = false;
   // Hashed: every path call looks its path up, and a sorted map compared whole paths at every
   // level of the tree (W3's 10,000 files). Prepare sorts the few pre-existing ones at the end.
   std::unordered_map<std::string, Node> nodes_;
@@ -360,6 +382,133 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
 }
 
 void Simulator::Call(const SyscallEvent& ev) {
+  Effect(ev);
+  NoteChange(ev);
+}
+
+// What a successful call changed, for the end-state check: the paths and files it names
+// itself, never their parents. Runs after Effect, so a created path's node is there.
+void Simulator::NoteChange(const SyscallEvent& ev) {
+  if (ev.exit_ns == 0 || (ev.flags & kEventNoExit) || Failed(ev.ret)) return;
+  const auto& a = ev.args;
+  Proc& p = P(ev.pid);
+  auto by_fd = [&](uint64_t fd) -> Node* {
+    auto it = p.fds.find(static_cast<int>(fd));
+    if (it == p.fds.end()) return nullptr;
+    auto n = nodes_.find(it->second->path);
+    return n == nodes_.end() ? nullptr : &n->second;
+  };
+  auto by_path = [&](int path_arg, int dirfd_arg) -> Node* {
+    std::string path = PathOf(ev, path_arg, dirfd_arg);
+    if (path.empty() || path == "/") return nullptr;
+    auto n = nodes_.find(path);
+    return n == nodes_.end() ? nullptr : &n->second;
+  };
+  auto mark = [](Node* n) {
+    if (n) n->changed = true;
+    return n;
+  };
+  auto borrow = [&](Node* to, const Node* from) {
+    if (!to) return;
+    to->changed = true;
+    to->borrowed = true;
+    to->borrowed_content =
+        from && ((from->state == State::kAbsent && !from->was_tentative) || from->emptied);
+    to->borrowed_mode =
+        from && (from->mode_set || (from->state == State::kAbsent && !from->was_tentative));
+  };
+  switch (ev.nr) {
+    case sysno::open:
+    case sysno::openat:
+    case sysno::creat:
+    case sysno::openat2: {
+      Node* n = by_fd(static_cast<uint64_t>(ev.ret));
+      if (!n) return;
+      uint64_t flags = ev.nr == sysno::open ? a[1] : ev.nr == sysno::openat ? a[2] : 0;
+      if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
+      if (ev.nr == sysno::openat2) {
+        const CapturedBuffer* how = FindBuffer(ev, 2);
+        if (how && how->View().size() >= 8) std::memcpy(&flags, how->View().data(), 8);
+      }
+      if (n->state == State::kAbsent && (flags & O_CREAT)) n->changed = true;
+      if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
+        n->changed = n->emptied = true;
+      }
+      return;
+    }
+    case sysno::write:
+    case sysno::writev:
+    case sysno::pwrite64:
+    case sysno::pwritev:
+    case sysno::pwritev2:
+    case sysno::fallocate:
+      mark(by_fd(a[0]));
+      return;
+    case sysno::fsetxattr:
+    case sysno::fremovexattr:
+      if (Node* n = mark(by_fd(a[0]))) n->xattr_set = true;
+      return;
+    case sysno::ftruncate:
+      if (Node* n = mark(by_fd(a[0])); n && a[1] == 0) n->emptied = true;
+      return;
+    case sysno::fchmod:
+      if (Node* n = mark(by_fd(a[0]))) n->mode_set = true;
+      return;
+    case sysno::truncate:
+      if (Node* n = mark(by_path(0, -1)); n && a[1] == 0) n->emptied = true;
+      return;
+    case sysno::chmod:
+      if (Node* n = mark(by_path(0, -1))) n->mode_set = true;
+      return;
+    case sysno::fchmodat:
+      if (Node* n = mark(by_path(1, 0))) n->mode_set = true;
+      return;
+    case sysno::setxattr:
+    case sysno::lsetxattr:
+    case sysno::removexattr:
+    case sysno::lremovexattr:
+      if (Node* n = mark(by_path(0, -1))) n->xattr_set = true;
+      return;
+    case sysno::mkdir:
+    case sysno::rmdir:
+    case sysno::unlink:
+    case sysno::symlink:
+      mark(by_path(ev.nr == sysno::symlink ? 1 : 0, -1));
+      return;
+    case sysno::mkdirat:
+    case sysno::unlinkat:
+      mark(by_path(1, 0));
+      return;
+    case sysno::symlinkat:
+      mark(by_path(2, 1));
+      return;
+    case sysno::mknod:
+      mark(by_path(0, -1));
+      return;
+    case sysno::mknodat:
+      mark(by_path(1, 0));
+      return;
+    case sysno::rename:
+    case sysno::link: {
+      Node* from = by_path(0, -1);
+      borrow(by_path(1, -1), from);
+      if (ev.nr == sysno::rename) mark(from);
+      return;
+    }
+    case sysno::renameat:
+    case sysno::renameat2:
+    case sysno::linkat: {
+      Node* from = by_path(1, 0);
+      borrow(by_path(3, 2), from);
+      if (ev.nr != sysno::linkat) mark(from);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void Simulator::Effect(const SyscallEvent& ev) {
   touched_.clear();
   unresolved_ = false;
   // A call that did not return may still have acted: its effect is unknown.
@@ -412,6 +561,7 @@ void Simulator::Call(const SyscallEvent& ev) {
         if (flags & O_CREAT) {
           n.state = State::kAbsent;
           n.tentative = !(flags & (O_EXCL | O_TRUNC));
+          n.was_tentative = n.tentative;
           if (!n.tentative) n.modified = true;
         } else {
           n.state = State::kPre;
@@ -650,7 +800,8 @@ void Simulator::Call(const SyscallEvent& ev) {
     case sysno::clone3:
     case sysno::fork:
     case sysno::vfork:
-      if (ok && ev.ret > 0 && parent_of_ && parent_of_->count(static_cast<int32_t>(ev.ret))) {
+      if (ok && ev.ret > 0 &&
+          (follow_all_clones_ || (parent_of_ && parent_of_->count(static_cast<int32_t>(ev.ret))))) {
         Proc child = p;  // shares the FileRefs: the offsets are shared, as after fork
         procs_[static_cast<int32_t>(ev.ret)] = std::move(child);
       }
@@ -935,6 +1086,72 @@ bool Preparer::Impl::MakeAncestors(const std::string& path) {
   }
   last_parent.assign(parent);
   return true;
+}
+
+std::vector<ChangedPath> Simulator::Changed() const {
+  std::vector<ChangedPath> out;
+  for (const auto& [path, n] : nodes_) {
+    if (!n.changed) continue;
+    ChangedPath c;
+    c.path = path;
+    // Created by the trace (and not found to have held data after all), or emptied by it:
+    // every byte it holds at the end came from the trace. Likewise its mode, set at creation
+    // or by a chmod. A rename or link target has its source's.
+    bool created = n.state == State::kAbsent && !n.was_tentative;
+    c.content_known = n.borrowed ? n.borrowed_content || n.emptied : created || n.emptied;
+    c.mode_known = n.borrowed ? n.borrowed_mode || n.mode_set : created || n.mode_set;
+    c.xattrs_known = (created && !n.borrowed) || n.xattr_set;
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ChangedPath& a, const ChangedPath& b) { return a.path < b.path; });
+  return out;
+}
+
+std::vector<ChangedPath> Preparer::Changed() const {
+  return impl_->sim ? impl_->sim->Changed() : std::vector<ChangedPath>{};
+}
+
+struct ChangeTracker::Impl {
+  std::mutex mu;
+  Simulator sim;
+  explicit Impl(const std::string& cwd) : sim(cwd, nullptr, /*follow_all_clones=*/true) {}
+};
+
+ChangeTracker::ChangeTracker(const std::string& cwd) : impl_(std::make_unique<Impl>(cwd)) {}
+ChangeTracker::~ChangeTracker() = default;
+
+bool ChangeTracker::Wants(int nr) {
+  // What the walk needs to follow paths and descriptors, and every call that changes a path:
+  // not reads, stats or listings, which tell --prepare what was there, not what changed.
+  static const std::vector<bool> wanted = [] {
+    std::vector<bool> w(1024, false);
+    for (int n : {sysno::open,      sysno::openat,      sysno::openat2,      sysno::creat,
+                  sysno::close,     sysno::dup,         sysno::dup2,         sysno::dup3,
+                  sysno::fcntl,     sysno::chdir,       sysno::fchdir,       sysno::clone,
+                  sysno::clone3,    sysno::fork,        sysno::vfork,        sysno::write,
+                  sysno::writev,    sysno::pwrite64,    sysno::pwritev,      sysno::pwritev2,
+                  sysno::ftruncate, sysno::fallocate,   sysno::truncate,     sysno::chmod,
+                  sysno::fchmod,    sysno::fchmodat,    sysno::setxattr,     sysno::lsetxattr,
+                  sysno::fsetxattr, sysno::removexattr, sysno::lremovexattr, sysno::fremovexattr,
+                  sysno::mkdir,     sysno::mkdirat,     sysno::rmdir,        sysno::unlink,
+                  sysno::unlinkat,  sysno::rename,      sysno::renameat,     sysno::renameat2,
+                  sysno::link,      sysno::linkat,      sysno::symlink,      sysno::symlinkat,
+                  sysno::mknod,     sysno::mknodat})
+      w[static_cast<size_t>(n)] = true;
+    return w;
+  }();
+  return nr >= 0 && static_cast<size_t>(nr) < wanted.size() && wanted[static_cast<size_t>(nr)];
+}
+
+void ChangeTracker::Observe(const SyscallEvent& ev) {
+  std::lock_guard lk(impl_->mu);
+  impl_->sim.Call(ev);
+}
+
+std::vector<ChangedPath> ChangeTracker::Changed() const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->sim.Changed();
 }
 
 Preparer::Preparer() : impl_(std::make_unique<Impl>()) {}

@@ -27,11 +27,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "replay/verify.h"
+#include "schema/syscall_event.h"
 
 namespace fay::replay {
 
@@ -57,6 +60,33 @@ struct PrepareOptions {
 Expected<PrepareStats> Prepare(const Schedule& schedule, const Sandbox& sandbox,
                                const PrepareOptions& options = {}, PreparedDiffs* diffs = nullptr);
 
+// A path the trace changed (wrote, created, removed, renamed, chmod'ed, set xattrs on), for the
+// end-state check: which of its final attributes the trace alone determines. The content of a
+// file that existed before and was only appended to is not (the trace never saw its start),
+// nor the mode of one it never created or chmod'ed.
+struct ChangedPath {
+  std::string path;
+  bool content_known = false;
+  bool mode_known = false;
+  bool xattrs_known = false;  // created by the trace, or its xattrs set or removed by it
+};
+
+// The same walk over a recording as it happens (`fay record`): calls are fed as the recorder
+// hands them to the trace, from any of its threads, and at the end Changed() says which paths
+// the program changed, for the trace's end state. Only the calls Wants() names need be fed.
+class ChangeTracker {
+ public:
+  explicit ChangeTracker(const std::string& cwd);
+  ~ChangeTracker();
+  static bool Wants(int nr);
+  void Observe(const SyscallEvent& ev);
+  std::vector<ChangedPath> Changed() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The same in two steps, so the walk can run while the trace loads (see CallStream).
 class Preparer {
  public:
@@ -68,6 +98,8 @@ class Preparer {
   void StreamTo(const Sandbox& sandbox, CallGate* gate);
   // Simulates the calls in recorded start order; called again, starts from scratch.
   void Walk(CallStream& calls);
+  // After Walk: the paths the trace changed, sorted.
+  std::vector<ChangedPath> Changed() const;
   // Creates in the root what the walk found pre-existing (the schedule walked: a lazy one's
   // file contents are fetched from its trace). What was not restored as recorded goes into
   // *diffs (if given), which is then Ready().

@@ -20,6 +20,8 @@ std::string_view ChunkTypeName(ChunkType t) {
       return "events";
     case ChunkType::kFooter:
       return "footer";
+    case ChunkType::kEndState:
+      return "end state";
   }
   return "unknown";
 }

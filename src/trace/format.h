@@ -1,7 +1,8 @@
 // The framing of a .fay file: preamble, chunk headers, trailer, and the content hash of blobs.
 // docs/FORMAT.md is the normative description; the constants here are its byte layouts.
 //
-//   preamble (16) | header chunk | { blob chunk | events chunk }* | footer chunk | trailer (24)
+//   preamble (16) | header chunk | { blob chunk | events chunk }* | [end state chunk]
+//   | footer chunk | trailer (24)
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,8 @@ namespace fay::trace {
 // Minor only adds (chunk types, record kinds, header/footer tags, fields at the end of a
 // record): a reader skips what it does not know.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 3;
+// Minor 4 added the end state chunk (trace/end_state.h).
+inline constexpr uint16_t kFormatMinor = 4;
 
 // PNG-style: the high byte catches 7-bit transfers, CR LF / ^Z / LF catch text-mode mangling.
 inline constexpr char kFileMagic[8] = {'\x89', 'F', 'A', 'Y', '\r', '\n', '\x1a', '\n'};
@@ -27,7 +29,8 @@ inline constexpr size_t kChunkHeaderSize = 32;
 inline constexpr char kTrailerMagic[8] = {'F', 'A', 'Y', 'T', 'R', 'A', 'I', 'L'};
 inline constexpr size_t kTrailerSize = 24;
 
-enum class ChunkType : uint8_t { kHeader = 1, kBlobs = 2, kEvents = 3, kFooter = 4 };
+// kEndState [minor 4]: at most one, right before the footer, which does not index it.
+enum class ChunkType : uint8_t { kHeader = 1, kBlobs = 2, kEvents = 3, kFooter = 4, kEndState = 5 };
 enum class Codec : uint8_t { kNone = 0, kZstd = 1 };
 
 // An events chunk belongs to one of at most this many streams (minor 3; minor 2 files have one,
@@ -51,7 +54,7 @@ struct ChunkHeader {
   uint32_t seq = 0;            // 0 for the header chunk, +1 per chunk
   uint32_t stored_length = 0;  // payload bytes following the chunk header
   uint32_t raw_length = 0;     // payload bytes after decompression
-  uint32_t count = 0;          // records (events chunk), blobs (blob chunk), tags (header)
+  uint32_t count = 0;          // records, blobs, header tags, or end state entries
   uint32_t payload_crc = 0;    // CRC32C of the stored payload
 };
 

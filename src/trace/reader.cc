@@ -75,6 +75,7 @@ Expected<Reader> Reader::Open(const std::string& path) {
                                                path, r.file_size_ - kTrailerSize));
     }
   }
+  r.ReadEndState();
   ReaderStats& s = r.stats_;
   s.file_bytes = r.file_size_;
   for (const ChunkRef& c : r.chunks_) {
@@ -222,6 +223,14 @@ Status Reader::CheckClaim(const ChunkRef& c, const ChunkHeader& h, const uint8_t
     case ChunkType::kHeader:
       if (raw > (64u << 20)) return lie("more than a header chunk may hold (64 MiB)");
       break;
+    case ChunkType::kEndState:
+      if (raw > (uint64_t{h.count} + 1) * kMaxEndEntryRaw)
+        return lie(fmt::format("more than its {} entries may hold ({} each at most)", h.count,
+                               kMaxEndEntryRaw));
+      if (uint64_t{h.count} * kMinEndEntryRaw + 2 > raw)
+        return lie(fmt::format("fewer than its {} entries take ({} bytes each at least)", h.count,
+                               kMinEndEntryRaw));
+      break;
   }
   return Status::Ok();
 }
@@ -330,7 +339,7 @@ bool Reader::TryFooter(std::string* problem) {
           fmt::format("{}: offset {}: the footer index places chunk {} ({}) there, "
                       "inside the chunk before it (which ends at offset {})",
                       path_, c.offset, c.seq, ChunkTypeName(c.type), end));
-    if (c.offset > end && !WalkGap(end, c.offset, &seq, &all, problem)) return false;
+    if (c.offset > end && !WalkGap(end, c.offset, false, &seq, &all, problem)) return false;
     if (c.seq != seq)
       return fail(
           fmt::format("{}: offset {}: the footer index numbers the {} chunk there {}, "
@@ -345,7 +354,8 @@ bool Reader::TryFooter(std::string* problem) {
         fmt::format("{}: offset {}: the footer index places a chunk across the footer "
                     "chunk",
                     path_, t.footer_offset));
-  if (end < t.footer_offset && !WalkGap(end, t.footer_offset, &seq, &all, problem)) return false;
+  if (end < t.footer_offset && !WalkGap(end, t.footer_offset, true, &seq, &all, problem))
+    return false;
   if (h.seq != seq)
     return fail(
         fmt::format("{}: offset {}: the footer chunk is chunk {}, expected {} after the {} "
@@ -395,8 +405,9 @@ bool Reader::TryFooter(std::string* problem) {
   return true;
 }
 
-bool Reader::WalkGap(uint64_t from, uint64_t to, uint32_t* seq, std::vector<ChunkRef>* out,
-                     std::string* problem) {
+bool Reader::WalkGap(uint64_t from, uint64_t to, bool before_footer, uint32_t* seq,
+                     std::vector<ChunkRef>* out, std::string* problem) {
+  bool end_state_seen = false;
   while (from < to) {
     uint8_t hb[kChunkHeaderSize];
     size_t got;
@@ -411,6 +422,16 @@ bool Reader::WalkGap(uint64_t from, uint64_t to, uint32_t* seq, std::vector<Chun
       return false;
     }
     uint64_t end = from + kChunkHeaderSize + h.stored_length;
+    // The footer does not index the end state chunk: it is added after the recording, in the
+    // footer's place (trace/end_state.h), and only there.
+    if (h.type == ChunkType::kEndState && (!before_footer || end_state_seen)) {
+      *problem =
+          fmt::format("{}: offset {}: chunk {} ({}) {}", path_, from, h.seq, ChunkTypeName(h.type),
+                      end_state_seen ? "is the second in the file"
+                                     : "lies between indexed chunks, not before the footer");
+      return false;
+    }
+    end_state_seen |= h.type == ChunkType::kEndState;
     if (h.type >= ChunkType::kHeader && h.type <= ChunkType::kFooter) {
       *problem = fmt::format("{}: offset {}: chunk {} ({}) is not in the footer index", path_, from,
                              h.seq, ChunkTypeName(h.type));
@@ -502,6 +523,30 @@ void Reader::WalkChunks(uint64_t offset) {
     valid_end_ = end;
     offset = end;
   }
+}
+
+void Reader::ReadEndState() {
+  auto it = std::find_if(chunks_.begin(), chunks_.end(),
+                         [](const ChunkRef& c) { return c.type == ChunkType::kEndState; });
+  if (it == chunks_.end()) return;
+  const ChunkRef& c = *it;
+  ChunkHeader h;
+  Bytes raw;
+  if (Status st = LoadChunk(c, &h, &raw); !st.ok()) {
+    end_state_error_ = st.message();
+    return;
+  }
+  auto s = DecodeEndState(std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()));
+  if (!s.ok()) {
+    end_state_error_ = Where(c) + ": " + s.status().message();
+    return;
+  }
+  if (s->entries.size() != h.count) {
+    end_state_error_ = fmt::format("{}: {} entries, the chunk header counts {}", Where(c),
+                                   s->entries.size(), h.count);
+    return;
+  }
+  end_state_ = std::move(*s);
 }
 
 std::string Reader::TruncationMessage() const {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/status.h"
 #include "schema/syscall_event.h"
 #include "trace/bytes.h"
+#include "trace/end_state.h"
 #include "trace/file_io.h"
 #include "trace/format.h"
 #include "trace/zstd_codec.h"
@@ -32,7 +34,7 @@ struct ChunkRef {
   uint32_t seq = 0;
   uint32_t stored_length = 0;
   uint32_t raw_length = 0;
-  uint32_t count = 0;  // records (events chunk) or blobs (blob chunk)
+  uint32_t count = 0;  // records (events chunk), blobs (blob chunk) or entries (end state)
   // From the footer (indexed == true) for events chunks; unknown when walking.
   bool indexed = false;
   uint64_t first_ns = 0;
@@ -128,6 +130,14 @@ class Reader {
   // before it.
   const Status& damage() const { return damage_; }
 
+  // The end state section (docs/FORMAT.md 4.7), read at Open: the final state of every path the
+  // recording changed. Empty when the trace has none (every trace before minor 4, and a later
+  // one nobody added it to) or when its chunk does not read back; then end_state_error() says
+  // why. A bad end state does not touch the events, so it is not damage(): a caller that needs
+  // the section (replay --verify, info) checks end_state_error() itself.
+  const std::optional<EndState>& end_state() const { return end_state_; }
+  const std::string& end_state_error() const { return end_state_error_; }
+
   // Calls back in file order; stops at the first unreadable chunk and returns its error (the
   // events before it were delivered). A truncated file is not an error: see truncated().
   Status ForEach(const SyscallFn& on_syscall, const ProcessFn& on_process = {});
@@ -178,9 +188,12 @@ class Reader {
   // not a file cut short).
   bool TryFooter(std::string* problem);
   // The chunks between two indexed ones (or the last one and the footer): only types this
-  // reader does not know may lie there, each with the next sequence number.
-  bool WalkGap(uint64_t from, uint64_t to, uint32_t* seq, std::vector<ChunkRef>* out,
-               std::string* problem);
+  // reader does not know may lie there, each with the next sequence number, and, before the
+  // footer, one end state chunk.
+  bool WalkGap(uint64_t from, uint64_t to, bool before_footer, uint32_t* seq,
+               std::vector<ChunkRef>* out, std::string* problem);
+  // Fills end_state_ or end_state_error_ from the end state chunk among chunks_, if any.
+  void ReadEndState();
   void WalkChunks(uint64_t from);
   // What the header's own counts and the file permit a chunk to hold once decompressed: a claim
   // beyond is refused before anything is allocated for it.
@@ -219,7 +232,7 @@ class Reader {
   RecordingInfo info_;
   uint64_t file_size_ = 0;
   uint64_t data_start_ = 0;       // first byte after the header chunk
-  std::vector<ChunkRef> chunks_;  // blob, events and unknown chunks, in file order
+  std::vector<ChunkRef> chunks_;  // blob, events, end state and unknown chunks, in file order
   bool has_footer_ = false;
   bool truncated_ = false;
   bool footer_at_end_ = false;  // walking found the footer, only a trailer after it
@@ -227,6 +240,8 @@ class Reader {
   uint32_t last_chunk_seq_ = 0;
   uint64_t valid_end_ = 0;  // end of the last whole chunk
   Status damage_;
+  std::optional<EndState> end_state_;
+  std::string end_state_error_;
   std::unordered_map<Hash128, BlobLoc, Hash128Hasher> blobs_;
   // Per chunk index (footer only): how many of blobs_ point into it, and whether its entries
   // were checked against them.

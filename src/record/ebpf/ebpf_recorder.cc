@@ -690,6 +690,9 @@ void EbpfRecorder::Deliver(Lane& l) {
   auto& sc = l.out.syscalls;
   auto& pr = l.out.processes;
   l.restarts.Apply(&sc, pr);
+  if (opt_.observer)
+    for (const SyscallEvent& ev : sc)
+      if (opt_.observer->Wants(ev.nr)) opt_.observer->Observe(ev);
   size_t calls = sc.size();
   bool handed;
   if (pr.empty()) {

@@ -268,6 +268,7 @@ void PtraceRecorder::AppendProcess(ProcessEvent&& pe) {
 
 void PtraceRecorder::Emit(SyscallEvent&& ev) {
   if (passing_) return;
+  if (opt_.observer && opt_.observer->Wants(ev.nr)) opt_.observer->Observe(ev);
   if (!writer_->Append(std::move(ev))) {
     if (result_.error.empty()) {
       result_.error = "the trace could not be written (disk full or I/O error); recording stopped";

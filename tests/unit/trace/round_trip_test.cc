@@ -57,7 +57,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 3);  // minor 3: events chunks belong to streams
+  EXPECT_EQ(r->version_minor(), 4);  // minor 4: the end state chunk
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
