@@ -34,15 +34,25 @@ int Run(const ConvertOptions& o) {
   trace::ExportStats stats;
   Status st = trace::ExportTrace(*reader, **exporter, &stats);
   if (!st.ok()) {
-    fmt::print(stderr,
-               "fay convert: {}\nfay convert: the {} syscalls and {} process events before the "
-               "damage were written to {}\n",
-               st.message(), stats.syscalls, stats.processes, o.out);
+    fmt::print(stderr, "fay convert: {}\nfay convert: the {} syscalls{} before the damage were "
+               "written to {}\n",
+               st.message(), stats.syscalls,
+               (*exporter)->WritesProcesses()
+                   ? fmt::format(" and {} process events", stats.processes)
+                   : std::string(),
+               o.out);
     return trace::kIncompleteExit;
   }
-  if (o.out != "-")
-    fmt::print(stderr, "fay convert: {} syscalls and {} process events written to {} ({})\n",
-               stats.syscalls, stats.processes, o.out, o.to);
+  if (o.out != "-") {
+    if (stats.processes_left_out)
+      fmt::print(stderr,
+                 "fay convert: {} syscalls written to {} ({}); {} process events (fork, exec, "
+                 "exit) left out: {} has no event class for them\n",
+                 stats.syscalls, o.out, o.to, stats.processes_left_out, o.to);
+    else
+      fmt::print(stderr, "fay convert: {} syscalls and {} process events written to {} ({})\n",
+                 stats.syscalls, stats.processes, o.out, o.to);
+  }
   if (reader->truncated()) {
     fmt::print(stderr, "fay convert: {}\n", reader->TruncationNotice());
     return trace::kIncompleteExit;

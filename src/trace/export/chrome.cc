@@ -18,7 +18,15 @@ namespace {
 class ChromeExporter : public Exporter {
  public:
   ChromeExporter(FILE* out, const RecordingInfo& info)
-      : out_(out), start_(info.anchor_monotonic_ns) {
+      : out_(out), start_(info.anchor_monotonic_ns), root_pid_(info.root_pid) {
+    // Until its exec, the recorded command is fay's child and carries fay's name: it is named
+    // for the command instead, as it will be once it runs.
+    if (!info.argv.empty()) {
+      std::string_view a = info.argv[0];
+      root_name_ =
+          std::string(a.substr(a.rfind('/') == std::string_view::npos ? 0 : a.rfind('/') + 1))
+              .substr(0, 15);
+    }
     std::string head;
     JsonWriter j(head);
     j.BeginObject();
@@ -124,6 +132,7 @@ class ChromeExporter : public Exporter {
 
   // One entry per thread: the memory is bounded by the threads, not the events.
   void Names(int32_t pid, int32_t tid, std::string_view comm) {
+    if (pid == root_pid_ && !root_name_.empty() && comm == "fay") comm = root_name_;
     std::string& known = threads_[tid];
     if (known == comm) return;
     known.assign(comm);
@@ -136,6 +145,8 @@ class ChromeExporter : public Exporter {
   bool first_ = true;
   std::string line_;
   std::unordered_map<int32_t, std::string> threads_;
+  int32_t root_pid_ = 0;
+  std::string root_name_;
 };
 
 }  // namespace

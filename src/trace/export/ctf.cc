@@ -58,6 +58,8 @@ std::string Escape(std::string_view s) {
 
 class CtfExporter : public Exporter {
  public:
+  // The stream has syscall events only: forks, execs and exits are left out, and said so.
+  bool WritesProcesses() const override { return false; }
   CtfExporter(std::string dir, const RecordingInfo& info, OwnedFd stream)
       : dir_(std::move(dir)), info_(info), stream_(std::move(stream)) {}
 

@@ -23,6 +23,7 @@ class FileExporter : public Exporter {
   }
   Status Syscall(const SyscallEvent& ev) override { return inner_->Syscall(ev); }
   Status Process(const ProcessEvent& ev) override { return inner_->Process(ev); }
+  bool WritesProcesses() const override { return inner_->WritesProcesses(); }
   Status Finish() override {
     FAY_RETURN_IF_ERROR(inner_->Finish());
     bool bad = fflush(f_) != 0 || ferror(f_);
@@ -72,7 +73,7 @@ Status ExportTrace(Reader& reader, Exporter& exporter, ExportStats* stats) {
       [&](const ProcessEvent& ev) {
         if (!write_error.ok()) return;
         write_error = exporter.Process(ev);
-        ++stats->processes;
+        ++(exporter.WritesProcesses() ? stats->processes : stats->processes_left_out);
       });
   if (!write_error.ok()) return write_error;
   // The readable prefix is finished into a valid file before the damage is reported.

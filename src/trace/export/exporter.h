@@ -23,6 +23,9 @@ class Exporter {
   virtual ~Exporter();
   virtual Status Syscall(const SyscallEvent& ev) = 0;
   virtual Status Process(const ProcessEvent& ev) { return Status::Ok(); }
+  // Whether Process writes anything (CTF has no event class for them): the summary then does
+  // not count them as written.
+  virtual bool WritesProcesses() const { return true; }
   // Completes the output (closing brackets, CTF metadata); called even after read damage, so
   // the readable prefix is a valid file.
   virtual Status Finish() = 0;
@@ -45,7 +48,8 @@ Expected<std::unique_ptr<Exporter>> MakeCtfExporter(const std::string& dir,
 
 struct ExportStats {
   uint64_t syscalls = 0;
-  uint64_t processes = 0;
+  uint64_t processes = 0;           // written
+  uint64_t processes_left_out = 0;  // read, and not in this format
 };
 
 // Reads the whole trace into the exporter and finishes it. Damage stops the reading at the
