@@ -191,6 +191,18 @@ Kind KindOfMode(uint32_t mode) {
   return Kind::kFile;
 }
 
+// The flags of an open, openat, creat or openat2 call (openat2's from its struct open_how).
+uint64_t OpenFlags(const SyscallEvent& ev) {
+  const auto& a = ev.args;
+  uint64_t flags = ev.nr == sysno::open ? a[1] : ev.nr == sysno::openat ? a[2] : 0;
+  if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
+  if (ev.nr == sysno::openat2) {
+    const CapturedBuffer* how = FindBuffer(ev, 2);
+    if (how && how->View().size() >= 8) std::memcpy(&flags, how->View().data(), 8);
+  }
+  return flags;
+}
+
 class Simulator {
  public:
   // `parent_of` (pid -> parent, from fork events) may be null: a trace of one thread forks no
@@ -424,12 +436,7 @@ void Simulator::NoteChange(const SyscallEvent& ev) {
     case sysno::openat2: {
       Node* n = by_fd(static_cast<uint64_t>(ev.ret));
       if (!n) return;
-      uint64_t flags = ev.nr == sysno::open ? a[1] : ev.nr == sysno::openat ? a[2] : 0;
-      if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
-      if (ev.nr == sysno::openat2) {
-        const CapturedBuffer* how = FindBuffer(ev, 2);
-        if (how && how->View().size() >= 8) std::memcpy(&flags, how->View().data(), 8);
-      }
+      uint64_t flags = OpenFlags(ev);
       if (n->state == State::kAbsent && (flags & O_CREAT)) n->changed = true;
       if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY) {
         n->changed = n->emptied = true;
@@ -542,12 +549,7 @@ void Simulator::Effect(const SyscallEvent& ev) {
     case sysno::creat:
     case sysno::openat2: {
       bool at = ev.nr == sysno::openat || ev.nr == sysno::openat2;
-      uint64_t flags = ev.nr == sysno::open ? a[1] : ev.nr == sysno::openat ? a[2] : 0;
-      if (ev.nr == sysno::creat) flags = O_CREAT | O_TRUNC | O_WRONLY;
-      if (ev.nr == sysno::openat2) {
-        const CapturedBuffer* how = FindBuffer(ev, 2);
-        if (how && how->View().size() >= 8) std::memcpy(&flags, how->View().data(), 8);
-      }
+      uint64_t flags = OpenFlags(ev);
       std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
       if (ok && !Failed(ev.ret)) p.fds.erase(static_cast<int>(ev.ret));
       if (path.empty()) return;
