@@ -54,7 +54,7 @@ void GenSlot(Gen& g) {
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(4, R1, R9, kScrFrag + 4);
   e.AluImm(BPF_AND, R1, static_cast<int32_t>(kSlots - 1));
-  e.AluImm(BPF_LSH, R1, 4);
+  e.AluImm(BPF_LSH, R1, kCallSlotShift);
   e.Alu(BPF_ADD, R0, R1);
 }
 
@@ -278,6 +278,20 @@ void GenSysEnter(Gen& g) {
   e.Bind(buffers);
   e.Comment("buffers going into the kernel");
   GenPhase(g, Phase::kEnter);
+  {
+    // The buffers it could not read, kept in the thread's slot when it holds it (a thread on
+    // an enter record keeps them in this CPU's scratch only, as before).
+    Label not_held = e.NewLabel();
+    e.Comment("what to read again at the exit, in the thread's slot");
+    g.ZeroKey();
+    GenSlot(g);
+    e.Load(4, R1, R0, 0);
+    e.Load(4, R2, R9, kScrFrag + 4);
+    e.JmpIf(BPF_JNE, R1, R2, not_held);
+    e.Load(4, R1, R9, kVRetryMask);
+    e.Store(4, R0, kCallSlotRetry, R1);
+    e.Bind(not_held);
+  }
 }
 
 void GenSysExit(Gen& g) {
@@ -301,6 +315,12 @@ void GenSysExit(Gen& g) {
   e.StoreImm(8, R9, kVSlot, 1);
   e.Load(8, R1, R0, 8);
   e.Store(8, R9, kVEntryNs, R1);
+  e.Comment("the buffers the enter probe could not read, wherever it ran");
+  e.Load(4, R1, R0, kCallSlotRetry);
+  e.Store(4, R9, kVRetryMask, R1);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.Store(4, R9, kVRetryTid, R1);
+  e.StoreImm(4, R0, kCallSlotRetry, 0);
   e.Load(4, R2, R0, 4);
   e.StoreImm(4, R0, 0, 0);
   e.Jmp(have_nr);

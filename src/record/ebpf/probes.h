@@ -71,12 +71,21 @@ enum RecType : uint32_t {
 // probe finds them, reads the arguments again from the user registers, and frees the slot.
 // A thread whose slot another thread holds, and execve (whose registers the new program
 // replaces), fall back to an enter record and a return record.
+// The slot also keeps which inbound buffers the enter probe could not read (their pages not
+// mapped yet), for the exit probe to read again once the call has faulted them in: per thread,
+// because by the exit the thread may run on another CPU, and other threads' calls may have
+// entered on this one.
 struct CallSlot {
   uint32_t tid;
   uint32_t nr;
   uint64_t entry_ns;
+  uint32_t retry_mask;
+  uint32_t unused;
+  uint64_t unused2;  // a power of two: GenSlot indexes by shifting
 };
-static_assert(sizeof(CallSlot) == 16);
+static_assert(sizeof(CallSlot) == 32);
+inline constexpr int kCallSlotShift = 5;
+inline constexpr int16_t kCallSlotRetry = 16;  // offsetof(CallSlot, retry_mask)
 inline constexpr uint32_t kSlots = 1 << 16;
 
 // kRecCall: a call entered and returned (or never returning: kEventNoExit).
