@@ -21,21 +21,6 @@ namespace {
 // The level the writer uses for its footer: the section is written once, while the user waits.
 constexpr int kZstdLevel = 3;
 
-Status PwriteAll(int fd, uint64_t offset, const uint8_t* p, size_t n, const std::string& what) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(what);
-    }
-    if (w == 0) return ErrnoError(what, ENOSPC);
-    p += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
-  return Status::Ok();
-}
-
 // The end state chunk, header and payload, as it will sit at `seq`.
 Expected<Bytes> EndStateChunk(const EndState& s, uint32_t seq, const std::string& path) {
   std::string raw = EncodeEndState(s);

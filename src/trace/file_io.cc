@@ -7,9 +7,15 @@
 namespace fay::trace {
 
 Status WriteAll(int fd, const void* data, size_t n, const std::string& what) {
+  return PwriteAll(fd, UINT64_MAX, data, n, what);
+}
+
+// UINT64_MAX: at the file position (write), for WriteAll.
+Status PwriteAll(int fd, uint64_t offset, const void* data, size_t n, const std::string& what) {
   const auto* p = static_cast<const uint8_t*>(data);
   while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
+    ssize_t w =
+        offset == UINT64_MAX ? ::write(fd, p, n) : ::pwrite(fd, p, n, static_cast<off_t>(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(what);
@@ -17,6 +23,7 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& what) {
     if (w == 0) return ErrnoError(what, ENOSPC);
     p += w;
     n -= static_cast<size_t>(w);
+    if (offset != UINT64_MAX) offset += static_cast<uint64_t>(w);
   }
   return Status::Ok();
 }

@@ -30,17 +30,9 @@ using testing::MakeStream;
 using testing::ReadAll;
 using testing::SampleInfo;
 using testing::ScratchDir;
+using testing::Slurp;
+using testing::Spit;
 using testing::Stream;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void Spit(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 // Writes a stream with small chunks; returns the full file.
 std::string WriteSmallChunks(const std::string& path, const Stream& s) {

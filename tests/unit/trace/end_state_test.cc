@@ -25,21 +25,11 @@ using testing::MakeStream;
 using testing::ReadAll;
 using testing::SampleInfo;
 using testing::ScratchDir;
+using testing::Slurp;
+using testing::Spit;
 using testing::Stream;
 
 const char* const kFixture = FAY_SOURCE_DIR "/tests/unit/trace/fixtures/v1.fay";
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void Spit(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 Hash128 HashOf(std::string_view s) {
   return HashBlob(s.data(), s.size());

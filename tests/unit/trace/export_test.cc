@@ -18,13 +18,8 @@ namespace fay::trace {
 namespace {
 
 using testing::ScratchDir;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::Slurp;
+using testing::Spit;
 
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> out;

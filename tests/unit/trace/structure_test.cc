@@ -28,19 +28,9 @@ using testing::ReadAll;
 using testing::ReadUnderMemoryLimit;
 using testing::SampleInfo;
 using testing::ScratchDir;
+using testing::Slurp;
+using testing::Spit;
 using testing::WriteEvent;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void Spit(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-}
 
 Bytes ChunkBytes(ChunkType type, Codec codec, uint32_t seq, const Bytes& payload,
                  uint32_t raw_length, uint32_t count, uint16_t flags = 0) {
