@@ -34,7 +34,8 @@ int Run(const ConvertOptions& o) {
   trace::ExportStats stats;
   Status st = trace::ExportTrace(*reader, **exporter, &stats);
   if (!st.ok()) {
-    fmt::print(stderr, "fay convert: {}\nfay convert: the {} syscalls{} before the damage were "
+    fmt::print(stderr,
+               "fay convert: {}\nfay convert: the {} syscalls{} before the damage were "
                "written to {}\n",
                st.message(), stats.syscalls,
                (*exporter)->WritesProcesses()

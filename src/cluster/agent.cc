@@ -39,8 +39,7 @@ class LiveEngine : public LocalEngine {
  public:
   static Expected<std::unique_ptr<LiveEngine>> Start(const std::string& text,
                                                      const std::string& name,
-                                                     const std::string& address,
-                                                     uint32_t want_keys,
+                                                     const std::string& address, uint32_t want_keys,
                                                      const AgentLimits& lim) {
     auto e = std::unique_ptr<LiveEngine>(new LiveEngine());
     e->name_ = name;

@@ -58,9 +58,7 @@ namespace {
 // fay's own locks are std::mutex; the detector is for Abseil's developers, not for a daemon.
 void QuietAbseil() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  });
+  std::call_once(once, [] { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); });
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cluster/channel.h"
-#include "common/status.h"
 #include "cluster/window_table.h"
+#include "common/status.h"
 
 namespace fay::cluster {
 

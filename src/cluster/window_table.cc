@@ -119,8 +119,8 @@ std::string CheckState(const pb::WindowState& s, const GroupShape* shape) {
     const pb::Group& g = s.groups(gi);
     if (shape && (static_cast<size_t>(g.keys_size()) != shape->keys.size() ||
                   static_cast<size_t>(g.aggs_size()) != shape->aggs.size()))
-      return prefix + fmt::format("group {} has {} keys and {} aggregates, the query {} and {}",
-                                  gi, g.keys_size(), g.aggs_size(), shape->keys.size(),
+      return prefix + fmt::format("group {} has {} keys and {} aggregates, the query {} and {}", gi,
+                                  g.keys_size(), g.aggs_size(), shape->keys.size(),
                                   shape->aggs.size());
     for (int k = 0; k < g.keys_size(); ++k) {
       const pb::Value& v = g.keys(k);
@@ -167,20 +167,22 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
     std::string key = EncodeKeys(g);
     auto it = w.groups.find(key);
     if (it == w.groups.end()) {
-      // A group's memory, about: its key twice (the map's and the message's), its states,
-      // and the nodes and headers around them.
-      size_t need = 2 * key.size() + 128;
-      for (int a = 0; a < g.aggs_size(); ++a)
-        if (auto spec = AggState::Validate(g.aggs(a)); spec.ok())
-          need += AggState::SizeOf(*spec) + 48;
-      if (w.groups.size() >= max_keys_ || bytes_ + need > max_bytes_) {
+      if (w.groups.size() >= max_keys_) {
         w.truncated = true;
         continue;
       }
       Merged m;
-      *m.keys.mutable_keys() = g.keys();
       m.aggs.resize(static_cast<size_t>(g.aggs_size()));
       for (int a = 0; a < g.aggs_size(); ++a) m.aggs[a].MergeSerialized(g.aggs(a));
+      // A group's memory, about: its key twice (the map's and the message's), its states,
+      // and the nodes and headers around them.
+      size_t need = 2 * key.size() + 128;
+      for (const AggState& st : m.aggs) need += st.bytes().size() + 48;
+      if (bytes_ + need > max_bytes_) {
+        w.truncated = true;
+        continue;
+      }
+      *m.keys.mutable_keys() = g.keys();
       w.groups.emplace(std::move(key), std::move(m));
       w.bytes += need;
       bytes_ += need;

@@ -3,8 +3,8 @@
 // closed is late: counted and dropped, never merged into another window.
 #pragma once
 
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "engine/value.h"
-#include "query/plan.h"
 #include "fay_cluster.pb.h"
+#include "query/plan.h"
 
 namespace fay::cluster {
 
@@ -79,7 +79,7 @@ class WindowTable {
   };
   struct Open {
     std::unordered_map<std::string, Merged> groups;  // by EncodeKeys
-    std::map<std::string, pb::HostState> hosts;  // by address
+    std::map<std::string, pb::HostState> hosts;      // by address
     pb::Stats stats;
     bool truncated = false;
     bool last = false;

@@ -20,7 +20,6 @@ bool LhistValid(const AggSpec& s) {
   return span / static_cast<uint64_t>(s.step) <= kMaxLhistBuckets;
 }
 
-
 uint64_t LoadWord(const std::vector<uint8_t>& b, size_t i) {
   uint64_t w = 0;
   if ((i + 1) * 8 <= b.size()) std::memcpy(&w, b.data() + i * 8, 8);

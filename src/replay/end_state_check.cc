@@ -196,10 +196,12 @@ EndStateReport CompareEndState(const trace::EndState& recorded, const Sandbox& s
       if (r.listed.size() < max_listed) r.listed.push_back(want.path + ": " + diff);
       continue;
     }
-    bool all = want.kind != trace::EndKind::kFile && want.kind != trace::EndKind::kDir
-                   ? true
-                   : (want.determined & kEndMode) &&
-                         (want.kind != trace::EndKind::kFile || (want.determined & kEndContent));
+    // Absent paths, symlinks and others are whole in their kind (and target); a directory
+    // needs its mode determined, a file its mode and content.
+    bool all = true;
+    if (want.kind == trace::EndKind::kDir) all = want.determined & kEndMode;
+    if (want.kind == trace::EndKind::kFile)
+      all = (want.determined & kEndMode) && (want.determined & kEndContent);
     if (all)
       ++r.identical;
     else

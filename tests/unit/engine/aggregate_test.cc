@@ -286,9 +286,10 @@ TEST(AggState, DeserializeRejectsCorruptInput) {
 TEST(AggState, SerializedStatesAreCompactAndMergeInPlace) {
   AggState h = StateOf(Spec(AggFunc::kHist), kA);
   EXPECT_LT(h.Serialize().size(), 100u);  // 66 buckets of 8 bytes in memory
-  std::vector<AggSpec> specs = {Spec(AggFunc::kCount), Spec(AggFunc::kSum),  Spec(AggFunc::kMin),
-                                Spec(AggFunc::kMax),   Spec(AggFunc::kAvg),  Spec(AggFunc::kHist),
-                                Lhist(-10, 50, 5),     Quantile(0.99),       Spec(AggFunc::kDistinct)};
+  std::vector<AggSpec> specs = {
+      Spec(AggFunc::kCount), Spec(AggFunc::kSum), Spec(AggFunc::kMin),
+      Spec(AggFunc::kMax),   Spec(AggFunc::kAvg), Spec(AggFunc::kHist),
+      Lhist(-10, 50, 5),     Quantile(0.99),      Spec(AggFunc::kDistinct)};
   for (const AggSpec& spec : specs) {
     AggState a = StateOf(spec, kA), b = StateOf(spec, kB);
     AggState merged = a;

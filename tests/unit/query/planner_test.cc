@@ -42,10 +42,10 @@ TEST(PlannerTest, InputStringsAreReadAtEntryByTheSignatureTable) {
         return f;
       };
       if (spec == "syscall:mount")
-        return std::vector<ProbeInfo>{Probe(
-            spec, ProbeKind::kSyscall,
-            SyscallTail({arg("args.dev_name", "char *", 0), arg("args.dir_name", "char *", 1),
-                         arg("args.type", "char *", 2)}))};
+        return std::vector<ProbeInfo>{
+            Probe(spec, ProbeKind::kSyscall,
+                  SyscallTail({arg("args.dev_name", "char *", 0), arg("args.dir_name", "char *", 1),
+                               arg("args.type", "char *", 2)}))};
       if (spec == "syscall:read")
         return std::vector<ProbeInfo>{
             Probe(spec, ProbeKind::kSyscall, SyscallTail({arg("args.buf", "char *", 1)}))};

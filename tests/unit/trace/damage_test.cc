@@ -39,15 +39,7 @@ std::string WriteSmallChunks(const std::string& path, const Stream& s) {
   WriterOptions opts;
   opts.chunk_bytes = 2048;
   opts.blob_chunk_bytes = 8192;
-  auto w = Writer::Create(path, SampleInfo(), opts);
-  EXPECT_TRUE(w.ok());
-  for (auto [proc, i] : s.order) {
-    if (proc)
-      (*w)->Append(s.processes[i]);
-    else
-      (*w)->Append(s.syscalls[i]);
-  }
-  EXPECT_TRUE((*w)->Close().ok());
+  testing::WriteStream(path, s, opts);
   return Slurp(path);
 }
 

@@ -74,16 +74,7 @@ void WriteTrace(const std::string& path, const Stream& s) {
   WriterOptions o;
   o.chunk_bytes = 4096;  // many events chunks, and blob chunks between them
   o.blob_chunk_bytes = 16 << 10;
-  auto w = Writer::Create(path, SampleInfo(), o);
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  for (auto [proc, i] : s.order) {
-    if (proc)
-      ASSERT_TRUE((*w)->Append(s.processes[i]));
-    else
-      ASSERT_TRUE((*w)->Append(s.syscalls[i]));
-  }
-  Status st = (*w)->Close();
-  ASSERT_TRUE(st.ok()) << st.message();
+  testing::WriteStream(path, s, o);
 }
 
 // What AppendEndState does, with any chunk stored as given: for the chunks it would refuse to

@@ -24,20 +24,7 @@ using testing::SampleInfo;
 using testing::ScratchDir;
 using testing::Stream;
 using testing::WriteEvent;
-
-void WriteStream(const std::string& path, const Stream& s, WriterOptions opts = {}) {
-  auto w = Writer::Create(path, SampleInfo(), opts);
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  for (auto [proc, i] : s.order) {
-    if (proc)
-      ASSERT_TRUE((*w)->Append(s.processes[i]));
-    else
-      ASSERT_TRUE((*w)->Append(s.syscalls[i]));
-  }
-  Status st = (*w)->Close();
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_FALSE((*w)->failed());
-}
+using testing::WriteStream;
 
 WriterOptions SmallChunks() {
   WriterOptions o;

@@ -17,6 +17,7 @@
 
 #include "schema/syscall_event.h"
 #include "trace/reader.h"
+#include "trace/writer.h"
 
 namespace fay::trace::testing {
 
@@ -181,6 +182,21 @@ inline Stream MakeStream(size_t n, uint64_t seed) {
 }
 
 // Everything the reader delivers, in order, as canonical text.
+// Writes s to path in its order, expecting every append and the close to succeed.
+inline void WriteStream(const std::string& path, const Stream& s, WriterOptions opts = {}) {
+  auto w = Writer::Create(path, SampleInfo(), opts);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  for (auto [proc, i] : s.order) {
+    if (proc)
+      ASSERT_TRUE((*w)->Append(s.processes[i]));
+    else
+      ASSERT_TRUE((*w)->Append(s.syscalls[i]));
+  }
+  Status st = (*w)->Close();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_FALSE((*w)->failed());
+}
+
 inline std::vector<std::string> ReadAll(Reader& r, Status* st, const ReadFilter& f = {}) {
   std::vector<std::string> out;
   *st = r.ForEach(
