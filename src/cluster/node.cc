@@ -73,18 +73,87 @@ std::vector<std::pair<std::string, std::vector<std::string>>> Layout(
 
 namespace {
 
-// One child's stream, read on a thread of its own into the window table.
-struct Link {
-  std::string address;
-  std::vector<std::string> subtree;
+// One child's stream, read by gRPC's callback threads into the window table. No thread is held
+// per child: a flat coordinator over a thousand hosts would otherwise run a thousand, and their
+// wake-ups, not the merging, were most of its CPU.
+class Link final : public grpc::ClientReadReactor<pb::WindowState> {
+ public:
+  Link(std::string address, std::vector<std::string> subtree, WindowTable* table)
+      : address(std::move(address)), subtree(std::move(subtree)), table_(table) {}
+
+  void Begin(std::unique_ptr<pb::Agent::Stub> s, pb::QueryRequest r) {
+    stub = std::move(s);
+    req_ = std::move(r);
+    stub->async()->Run(&ctx, &req_, this);
+    StartRead(&ws_);
+    StartCall();
+  }
+
+  // Ended without a call, for a channel that could not be made.
+  void Fail(const std::string& why) {
+    std::lock_guard ll(mu);
+    error = why;
+    done = true;
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    if (ws_.version() != kProtocolVersion) {
+      read_error_ = fmt::format("speaks cluster protocol version {}, this fay {}", ws_.version(),
+                                kProtocolVersion);
+      ctx.TryCancel();
+      return;
+    }
+    if (!ws_.error().empty()) {
+      read_error_ = ws_.error();
+      if (ws_.hosts_size() > 0) {
+        std::lock_guard ll(mu);
+        name = ws_.hosts(0).host();
+      }
+    } else {
+      // A late state is counted by the table; one that does not fit the query ends the link
+      // (retried next window) and is said in the window's coverage.
+      std::string why;
+      if (!table_->Add(ws_, &why) && !why.empty()) {
+        read_error_ = why;
+        ctx.TryCancel();
+        return;
+      }
+    }
+    StartRead(&ws_);
+  }
+
+  void OnDone(const grpc::Status& st) override {
+    std::string why = read_error_;
+    if (why.empty() && !st.ok()) why = Reason(st);
+    std::lock_guard ll(mu);
+    error = why;
+    done = true;
+    ended.notify_all();
+  }
+
+  // Waits for OnDone, after which gRPC touches this link no more.
+  void Join() {
+    std::unique_lock ll(mu);
+    ended.wait(ll, [&] { return done.load(); });
+  }
+
+  const std::string address;
+  const std::vector<std::string> subtree;
   grpc::ClientContext ctx;
   std::unique_ptr<pb::Agent::Stub> stub;
-  std::thread reader;
   std::atomic<bool> done{false};
   std::mutex mu;
+  std::condition_variable ended;
   std::string error;     // why it ended, when it failed
   std::string name;      // the name it gave with an error, when it never answered
   bool handled = false;  // its failure was acted on (retry, re-dispatch)
+
+ private:
+  WindowTable* table_;
+  pb::QueryRequest req_;
+  pb::WindowState ws_;
+  std::string read_error_;  // only the reading callback touches it before OnDone
 };
 
 class Fanout {
@@ -165,73 +234,34 @@ class Fanout {
 
   void Cancel() {
     std::lock_guard lk(mu_);
-    for (auto& l : links_) l->ctx.TryCancel();
     for (auto& l : links_)
-      if (l->reader.joinable()) l->reader.join();
+      if (!l->done) l->ctx.TryCancel();
+    for (auto& l : links_) l->Join();
   }
 
  private:
   void Start(const std::string& address, const std::vector<std::string>& below,
              uint64_t first_window) {
-    auto l = std::make_unique<Link>();
-    l->address = address;
-    l->subtree = below;
+    auto l = std::make_unique<Link>(address, below, table_);
+    Link* lp = l.get();
+    {
+      std::lock_guard lk(mu_);
+      links_.push_back(std::move(l));
+    }
     auto channel = Connect(address, o_.tls);
     if (!channel.ok()) {
-      l->error = channel.status().message();
-      l->done = true;
-    } else {
-      l->stub = pb::Agent::NewStub(*channel);
-      pb::QueryRequest req = o_.request;
-      req.clear_subtree();
-      for (const std::string& h : below) req.add_subtree(h);
-      req.set_first_window(first_window);
-      req.set_address(address);
-      // Each level closes its windows earlier than the one above, so that its merged state is
-      // in before the parent's deadline.
-      req.set_deadline_ns(o_.request.deadline_ns() * 3 / 4);
-      Link* lp = l.get();
-      l->reader = std::thread([this, lp, req] { Read(lp, req); });
+      lp->Fail(channel.status().message());
+      return;
     }
-    std::lock_guard lk(mu_);
-    links_.push_back(std::move(l));
-  }
-
-  void Read(Link* l, const pb::QueryRequest& req) {
-    auto reader = l->stub->Run(&l->ctx, req);
-    pb::WindowState ws;
-    std::string error;
-    while (reader->Read(&ws)) {
-      if (ws.version() != kProtocolVersion) {
-        error = fmt::format("speaks cluster protocol version {}, this fay {}", ws.version(),
-                            kProtocolVersion);
-        l->ctx.TryCancel();
-        break;
-      }
-      if (!ws.error().empty()) {
-        error = ws.error();
-        if (ws.hosts_size() > 0) {
-          std::lock_guard ll(l->mu);
-          l->name = ws.hosts(0).host();
-        }
-        continue;
-      }
-      // A late state is counted by the table; one that does not fit the query ends the link
-      // (retried next window) and is said in the window's coverage.
-      std::string why;
-      if (!table_->Add(ws, &why) && !why.empty()) {
-        error = why;
-        l->ctx.TryCancel();
-        break;
-      }
-    }
-    grpc::Status st = reader->Finish();
-    if (error.empty() && !st.ok()) error = Reason(st);
-    {
-      std::lock_guard ll(l->mu);
-      l->error = error;
-    }
-    l->done = true;
+    pb::QueryRequest req = o_.request;
+    req.clear_subtree();
+    for (const std::string& h : below) req.add_subtree(h);
+    req.set_first_window(first_window);
+    req.set_address(address);
+    // Each level closes its windows earlier than the one above, so that its merged state is
+    // in before the parent's deadline.
+    req.set_deadline_ns(o_.request.deadline_ns() * 3 / 4);
+    lp->Begin(pb::Agent::NewStub(*channel), std::move(req));
   }
 
   const NodeOptions& o_;

@@ -87,8 +87,8 @@ namespace {
 // A group's keys as one string, the merge map's key: a tag per value, then its bytes. Two
 // groups have equal strings exactly when their keys are equal (a stack by frames and process,
 // as the engine compares stacks).
-std::string EncodeKeys(const pb::Group& g) {
-  std::string out;
+void EncodeKeys(const pb::Group& g, std::string& out) {
+  out.clear();
   auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
   for (const pb::Value& v : g.keys()) {
     char tag = static_cast<char>(v.v_case());
@@ -108,7 +108,6 @@ std::string EncodeKeys(const pb::Group& g) {
       put(&i, 8);
     }
   }
-  return out;
 }
 
 }  // namespace
@@ -163,8 +162,9 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
   ++adds_;
   added_.notify_all();
   Open& w = open_[s.index()];
+  std::string key;  // one buffer for every group's lookup: a state holds hundreds
   for (const pb::Group& g : s.groups()) {
-    std::string key = EncodeKeys(g);
+    EncodeKeys(g, key);
     auto it = w.groups.find(key);
     if (it == w.groups.end()) {
       if (w.groups.size() >= max_keys_) {
@@ -183,7 +183,7 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
         continue;
       }
       *m.keys.mutable_keys() = g.keys();
-      w.groups.emplace(std::move(key), std::move(m));
+      w.groups.emplace(key, std::move(m));
       w.bytes += need;
       bytes_ += need;
       continue;
