@@ -38,6 +38,9 @@ struct EndStateObserver : record::SyscallObserver {
   explicit EndStateObserver(const std::string& cwd) : tracker(cwd) {}
   bool Wants(int nr) const override { return replay::ChangeTracker::Wants(nr); }
   void Observe(const SyscallEvent& ev) override { tracker.Observe(ev); }
+  bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const override {
+    return tracker.FileOf(pid, fd, path, offset);
+  }
   replay::ChangeTracker tracker;
 };
 

@@ -23,6 +23,13 @@ class SyscallObserver {
   virtual ~SyscallObserver() = default;
   virtual bool Wants(int nr) const = 0;
   virtual void Observe(const SyscallEvent& ev) = 0;
+  // The file behind fd `fd` of process `pid` as the calls observed so far leave it: its path
+  // and offset. Lets a recorder that sees a call after it returned (eBPF) find where an
+  // in-kernel copy read from. False when the observer does not follow it.
+  virtual bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
+    (void)pid, (void)fd, (void)path, (void)offset;
+    return false;
+  }
 };
 
 struct RecordOptions {

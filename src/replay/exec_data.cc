@@ -2,6 +2,7 @@
 // sync calls, truncate/fallocate, fchmod/fchown, and the stat family (for fds and paths).
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -138,6 +139,11 @@ bool Executor::Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = PipeExactly(*live, POLLIN, want, [&](uint64_t at, uint64_t n) -> int64_t {
       return Errno(::read(fd, buf + at, n));
     });
+  } else if (nr == sysno::read && ev.ret == 0 && (live->hidden_flags.load() & O_RDWR)) {
+    // A FIFO the replay opened read-write (Executor::Open) never reaches end-of-file, as the
+    // replay holds a write end itself: the recorded end is an empty FIFO.
+    out->ret = Errno(::read(fd, buf, count));
+    if (out->ret == -EAGAIN) out->ret = 0;
   } else {
     out->ret = PipeRetry(*live, POLLIN, [&]() -> int64_t {
       switch (nr) {
@@ -239,7 +245,8 @@ bool Executor::Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
 }
 
 bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
-  bool cfr = ev.nr == sysno::copy_file_range;
+  // copy_file_range and splice share their layout: fd_in, off_in, fd_out, off_out, len, flags.
+  bool cfr = ev.nr == sysno::copy_file_range || ev.nr == sysno::splice;
   int in_arg = cfr ? 0 : 1, out_arg = cfr ? 2 : 0;
   auto in = proc.Get(static_cast<int>(ev.args[in_arg]));
   auto to = proc.Get(static_cast<int>(ev.args[out_arg]));
@@ -267,6 +274,20 @@ bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     loff_t* pin = offset(1, &off_in);
     loff_t* pout = offset(3, &off_out);
     if ((ev.args[1] && !pin) || (ev.args[3] && !pout)) return false;
+    if (ev.nr == sysno::splice) {
+      // One end is a pipe, which in the replay never blocks: wait for the other end as a read
+      // or write on it would, and move what the recording moved.
+      const LiveFd& pipe = in->is_pipe ? *in : *to;
+      short events = in->is_pipe ? POLLIN : POLLOUT;
+      unsigned flags = static_cast<unsigned>(ev.args[5]);
+      auto op = [&](uint64_t, uint64_t n) -> int64_t {
+        return Errno(::splice(in->fd.get(), pin, to->fd.get(), pout, n, flags));
+      };
+      out->ret = RecordedBlocking(pipe) && !Failed(ev.ret) && ev.ret > 0
+                     ? PipeExactly(pipe, events, len, op)
+                     : PipeRetry(pipe, events, [&] { return op(0, len); });
+      return true;
+    }
     out->ret = Errno(::copy_file_range(in->fd.get(), pin, to->fd.get(), pout, len,
                                        static_cast<unsigned>(ev.args[5])));
   } else {
@@ -275,6 +296,71 @@ bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = Errno(::sendfile(to->fd.get(), in->fd.get(), pin, len));
   }
   return true;
+}
+
+bool Executor::Ioctl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
+  // Only the reflinks, which change a file: every other request is emulated.
+  constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d;
+  const auto& a = ev.args;
+  if (a[1] != kFiClone && a[1] != kFiCloneRange) return false;
+  auto to = proc.Get(static_cast<int>(a[0]));
+  if (!to) return false;
+  struct Range {
+    int64_t src_fd;
+    uint64_t src_offset, src_length, dest_offset;
+  } range{};
+  int src_recorded;
+  if (a[1] == kFiClone) {
+    src_recorded = static_cast<int>(a[2]);
+  } else {
+    const CapturedBuffer* b = FindBuffer(ev, 2, 0, BufferDir::kIn);
+    if (!b || b->not_captured || b->View().size() < sizeof(range)) return false;
+    std::memcpy(&range, b->View().data(), sizeof(range));
+    src_recorded = static_cast<int>(range.src_fd);
+  }
+  auto from = proc.Get(src_recorded);
+  if (!from) return false;
+  if (a[1] == kFiClone) {
+    out->ret = Errno(::ioctl(to->fd.get(), kFiClone, from->fd.get()));
+  } else {
+    Range live = range;
+    live.src_fd = from->fd.get();
+    out->ret = Errno(::ioctl(to->fd.get(), kFiCloneRange, &live));
+  }
+  // The replay's file system may not share extents (a reflink on btrfs replayed on ext4): the
+  // same bytes copied give the same file, which is what the program asked for.
+  bool unsupported = out->ret == -EOPNOTSUPP || out->ret == -EXDEV || out->ret == -EINVAL ||
+                     out->ret == -ENOTTY;
+  if (unsupported && ev.ret == 0) {
+    struct stat st;
+    if (::fstat(from->fd.get(), &st) != 0) return true;
+    loff_t in = static_cast<loff_t>(range.src_offset), at = static_cast<loff_t>(range.dest_offset);
+    uint64_t left = a[1] == kFiClone || range.src_length == 0
+                        ? static_cast<uint64_t>(st.st_size) - static_cast<uint64_t>(in)
+                        : range.src_length;
+    if (a[1] == kFiClone && ::ftruncate(to->fd.get(), st.st_size) != 0) return true;
+    while (left > 0) {
+      ssize_t n = ::copy_file_range(from->fd.get(), &in, to->fd.get(), &at, left, 0);
+      if (n <= 0) return true;
+      left -= static_cast<uint64_t>(n);
+    }
+    out->ret = 0;
+  }
+  return true;
+}
+
+bool XattrArgs(const SyscallEvent& ev, bool set, std::string* name,
+               const CapturedBuffer** value) {
+  const CapturedBuffer* n = FindBuffer(ev, 1, 0, BufferDir::kIn);
+  if (!n || n->not_captured || n->View().empty()) return false;
+  *name = CapturedString(n);
+  // Not security.* or trusted.*: security.capability would give a file of the trace's own
+  // content capabilities (cap_setuid), as a setuid bit would. Emulated.
+  if (name->rfind("security.", 0) == 0 || name->rfind("trusted.", 0) == 0) return false;
+  if (!set) return true;
+  *value = FindBuffer(ev, 2, 0, BufferDir::kIn);
+  uint64_t size = ev.args[3];
+  return size == 0 || (*value && !(*value)->not_captured && (*value)->View().size() >= size);
 }
 
 bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
@@ -310,21 +396,25 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     case sysno::fchown:
       out->ret = Errno(::fchown(fd, static_cast<uid_t>(a[1]), static_cast<gid_t>(a[2])));
       break;
-    case sysno::fsetxattr: {
+    case sysno::fsetxattr:
+    case sysno::fremovexattr: {
       // sed -i and cp -p give a new file its mode through system.posix_acl_access: without
       // it the file keeps the mode it was created with.
-      const CapturedBuffer* name = FindBuffer(ev, 1, 0, BufferDir::kIn);
-      const CapturedBuffer* value = FindBuffer(ev, 2, 0, BufferDir::kIn);
-      if (!name || name->not_captured || name->View().empty()) return false;
-      if (a[3] > 0 && (!value || value->not_captured || value->View().size() < a[3])) return false;
-      // Not security.* or trusted.*: security.capability would give a file of the trace's own
-      // content capabilities (cap_setuid), as a setuid bit would. Emulated.
-      std::string xname = CapturedString(name);
-      if (xname.rfind("security.", 0) == 0 || xname.rfind("trusted.", 0) == 0) return false;
-      out->ret = Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
-                                   static_cast<size_t>(a[3]), static_cast<int>(a[4])));
+      bool set = ev.nr == sysno::fsetxattr;
+      std::string xname;
+      const CapturedBuffer* value = nullptr;
+      if (!XattrArgs(ev, set, &xname, &value)) return false;
+      out->ret = set ? Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
+                                         static_cast<size_t>(a[3]), static_cast<int>(a[4])))
+                     : Errno(::fremovexattr(fd, xname.c_str()));
       break;
     }
+    case sysno::fadvise64:
+      // Advice changes no data, but it is the program's call and costs what it cost.
+      out->ret = Errno(::posix_fadvise(fd, static_cast<off_t>(a[1]), static_cast<off_t>(a[2]),
+                                       static_cast<int>(a[3])));
+      if (out->ret > 0) out->ret = -out->ret;  // posix_fadvise returns the error number
+      break;
     default:
       return false;
   }

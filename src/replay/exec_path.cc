@@ -3,11 +3,14 @@
 // entry act on (parent fd, name) without following it.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include <fmt/core.h>
 
 #include "replay/executor.h"
 #include "replay/verify.h"
@@ -279,6 +282,48 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
                  : r2 < 0
                      ? r2
                      : Errno(::linkat(from.dir(), from.name.c_str(), to.dir(), to.name.c_str(), 0));
+      return true;
+    }
+    case sysno::mknod:
+    case sysno::mknodat: {
+      // A FIFO, a socket's name or a regular file is made; a device never is (emulated, and
+      // named in the summary).
+      bool at = nr == sysno::mknodat;
+      mode_t mode = static_cast<mode_t>(at ? a[2] : a[1]);
+      mode_t type = mode & S_IFMT;
+      if (type != 0 && type != S_IFREG && type != S_IFIFO && type != S_IFSOCK) return false;
+      ParentAndName pn;
+      int r = entry(at ? 0 : -1, at ? 1 : 0, &pn);
+      if (emulate) return false;
+      mode_t perm = static_cast<mode_t>(Withhold(mode & 07777, out)) & ~proc.umask();
+      out->ret = r < 0 ? r : Errno(::mknodat(pn.dir(), pn.name.c_str(), type | perm, 0));
+      return true;
+    }
+    case sysno::setxattr:
+    case sysno::lsetxattr:
+    case sysno::removexattr:
+    case sysno::lremovexattr: {
+      // cp -a gives a copied directory its mode through system.posix_acl_access on its path.
+      bool l = nr == sysno::lsetxattr || nr == sysno::lremovexattr;
+      bool set = nr == sysno::setxattr || nr == sysno::lsetxattr;
+      std::string xname;
+      const CapturedBuffer* value = nullptr;
+      if (!XattrArgs(ev, set, &xname, &value)) return false;
+      int fd = target(-1, 0, l, false);
+      if (emulate) return false;
+      if (fd < 0) {
+        out->ret = fd;
+        return true;
+      }
+      // An O_PATH fd takes no xattr call, but its /proc/self/fd link reaches the same inode.
+      // A symlink's own xattrs (lsetxattr on one) cannot be reached so: emulated.
+      struct stat st;
+      if (::fstat(fd, &st) != 0 || S_ISLNK(st.st_mode)) return false;
+      std::string via = fmt::format("/proc/self/fd/{}", fd);
+      out->ret = set ? Errno(::setxattr(via.c_str(), xname.c_str(),
+                                        a[3] > 0 ? value->View().data() : nullptr,
+                                        static_cast<size_t>(a[3]), static_cast<int>(a[4])))
+                     : Errno(::removexattr(via.c_str(), xname.c_str()));
       return true;
     }
     case sysno::symlink:

@@ -121,6 +121,16 @@ bool IsReplayed(int nr) {
     case sysno::lchown:
     case sysno::fchown:
     case sysno::fsetxattr:
+    case sysno::fremovexattr:
+    case sysno::setxattr:
+    case sysno::lsetxattr:
+    case sysno::removexattr:
+    case sysno::lremovexattr:
+    case sysno::mknod:
+    case sysno::mknodat:
+    case sysno::fadvise64:
+    case sysno::splice:
+    case sysno::ioctl:
     case sysno::fchownat:
     case sysno::utimensat:
     case sysno::dup:
@@ -235,7 +245,11 @@ Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
         break;
       case sysno::copy_file_range:
       case sysno::sendfile:
+      case sysno::splice:
         done = Copy(ev, proc, &out);
+        break;
+      case sysno::ioctl:
+        done = Ioctl(ev, proc, &out);
         break;
       case sysno::lseek:
       case sysno::fsync:
@@ -246,6 +260,8 @@ Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
       case sysno::fchmod:
       case sysno::fchown:
       case sysno::fsetxattr:
+      case sysno::fremovexattr:
+      case sysno::fadvise64:
         done = FdOp(ev, proc, &out);
         break;
       case sysno::stat:
@@ -284,6 +300,16 @@ Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
   Emulate(ev, proc);
   out.ret = ev.ret;
   return out;
+}
+
+bool Executor::IsFifo(const std::string& path) const {
+  struct stat st;
+  ParentAndName pn;
+  if (path.empty() || path.back() == '/' || sandbox_.Parent(path, &pn, &cache_) != 0) return false;
+  if (::fstatat(pn.dir(), pn.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (!S_ISLNK(st.st_mode)) return S_ISFIFO(st.st_mode);
+  UniqueFd target(sandbox_.OpenPath(path, false));  // through the link, inside the root
+  return target.get() >= 0 && ::fstat(target.get(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
@@ -330,10 +356,29 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   }
   uint64_t asked = mode;
   mode = Withhold(mode, out);
+  // An open of a FIFO blocks until its other end is opened, perhaps by a process that was not
+  // recorded: the replay opens it without blocking, and its reads and writes then wait for the
+  // other end as a pipe's do. Read-only is opened read-write, so that a read waits for data
+  // rather than seeing end-of-file before the writer has opened.
+  int fifo_hidden = 0;
+  bool may_block = !(flags & (O_NONBLOCK | O_PATH | O_DIRECTORY)) &&
+                   (flags & O_ACCMODE) != O_RDWR && !((flags & O_CREAT) && (flags & O_EXCL));
+  if (may_block && IsFifo(path)) {
+    fifo_hidden = O_NONBLOCK;
+    if ((flags & O_ACCMODE) == O_RDONLY) {
+      flags |= O_RDWR;
+      fifo_hidden |= O_RDWR;
+    }
+    flags |= O_NONBLOCK;
+  }
   int fd;
   bool fallback = true;
   if (ev.nr != sysno::openat2) fd = FastOpen(path, flags, mode & 07777, &fallback);
   if (fallback) fd = sandbox_.OpenAt(path, flags, mode & 07777, resolve);
+  if (fd == -ENXIO && fifo_hidden) {  // write-only with no reader yet: be one
+    flags = (flags & ~static_cast<uint64_t>(O_ACCMODE)) | O_RDWR;
+    fd = sandbox_.OpenAt(path, flags, mode & 07777, resolve);
+  }
   out->compare = RetCompare::kSuccess;
   out->ret = fd;
   int recorded = static_cast<int>(ev.ret);
@@ -350,6 +395,10 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   live->fd.reset(fd);
   live->path = std::move(path);
   if (!fallback && !(flags & O_NOFOLLOW)) live->hidden_flags = O_NOFOLLOW;
+  if (fifo_hidden) {
+    live->is_pipe = true;
+    live->hidden_flags |= fifo_hidden;
+  }
   proc.Set(recorded, std::move(live), (flags & O_CLOEXEC) != 0);
   return true;
 }
@@ -434,7 +483,8 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       // Live pipes stay non-blocking so that replay never hangs; F_GETFL shows what the
       // program asked for.
       if (live->is_pipe) {
-        live->hidden_flags = (arg & O_NONBLOCK) ? 0 : O_NONBLOCK;
+        int others = live->hidden_flags.load() & ~O_NONBLOCK;  // O_NOFOLLOW, a FIFO's O_RDWR
+        live->hidden_flags = others | ((arg & O_NONBLOCK) ? 0 : O_NONBLOCK);
         arg |= O_NONBLOCK;
       }
       out->ret = Errno(::fcntl(live->fd.get(), F_SETFL, arg));

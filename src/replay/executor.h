@@ -64,8 +64,12 @@ class Executor {
   bool Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Write(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
-  // copy_file_range and sendfile between two live fds (cp and cat use them for file data).
+  // copy_file_range, sendfile and splice between two live fds (cp and cat use them for file
+  // data).
   bool Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
+  // ioctl(FICLONE) and FICLONERANGE between live fds; a copy where the file system has no
+  // reflinks. Every other request is emulated.
+  bool Ioctl(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Stat(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
   bool Dup(const SyscallEvent& ev, ProcessState& proc, Outcome* out);
@@ -101,6 +105,8 @@ class Executor {
   bool FastStat(const std::string& path, bool nofollow, bool is_statx, const SyscallEvent& ev,
                 Outcome* out);
   int FastOpen(const std::string& path, uint64_t flags, uint64_t mode, bool* fallback);
+  // Whether path (followed, inside the root) is a FIFO, whose open would block.
+  bool IsFifo(const std::string& path) const;
 
   const Sandbox& sandbox_;
   ProcessDirectory& procs_;
@@ -116,6 +122,11 @@ bool IsVirtualPath(const std::string& path);
 // Finds the captured buffer of argument arg (element sub), or nullptr.
 const CapturedBuffer* FindBuffer(const SyscallEvent& ev, int arg, int sub = 0,
                                  BufferDir dir = BufferDir::kIn);
+
+// The name (arg 1) and, for a set, the value (arg 2, size arg 3) of an xattr call, as captured.
+// False when they were not captured whole, or the name is one replay never sets (security.*,
+// trusted.*): the call is emulated.
+bool XattrArgs(const SyscallEvent& ev, bool set, std::string* name, const CapturedBuffer** value);
 
 // A captured C string (a path, an xattr name), up to its NUL.
 std::string_view CapturedView(const CapturedBuffer* b);

@@ -25,6 +25,9 @@
 namespace fay::replay {
 namespace {
 
+// The reflink ioctls (linux/fs.h), which replace a destination's data in the kernel.
+constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d, kFiDedupeRange = 0xc0189436;
+
 // Where --prepare keeps the extra hard links of files recorded with st_nlink > 1.
 constexpr const char* kLinkDir = "/.fay-prepare-links";
 
@@ -218,6 +221,17 @@ class Simulator {
     if (!cwd_.empty()) Parents(cwd_ + "/x");
   }
 
+  // What a live recording's fd is, for ChangeTracker::FileOf.
+  bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
+    auto p = procs_.find(pid);
+    if (p == procs_.end()) return false;
+    auto f = p->second.fds.find(fd);
+    if (f == p->second.fds.end() || f->second->append) return false;
+    *path = f->second->path;
+    *offset = f->second->offset;
+    return true;
+  }
+
   // The calls in recorded start order.
   void Run(CallStream& calls) {
     while (const SyscallEvent* ev = calls.Next()) Call(*ev);
@@ -260,7 +274,10 @@ class Simulator {
   void StatResult(Node& n, const CapturedBuffer* b, bool statx);
   void Effect(const SyscallEvent& ev);
   void NoteChange(const SyscallEvent& ev);
-  void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance);
+  // buf_arg: where the bytes are, the buffer of a read (1), or, for an in-kernel copy, the
+  // source fd's argument, where the recorder keeps what the copy moved.
+  void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance,
+                int buf_arg = 1);
 
   std::string cwd_;
   const std::map<int32_t, int32_t>* parent_of_;
@@ -353,7 +370,8 @@ void Simulator::StatResult(Node& n, const CapturedBuffer* b, bool statx) {
   n.kind = KindOfMode(n.mode);
 }
 
-void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance) {
+void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance,
+                         int buf_arg) {
   if (Failed(ev.ret)) return;
   uint64_t n = static_cast<uint64_t>(ev.ret);
   if (advance) ref.offset += n;
@@ -368,10 +386,12 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
   if (node.state != State::kPre || node.modified) return;
   if (node.kind == Kind::kUnknown) node.kind = Kind::kFile;
   node.data_end = std::max(node.data_end, offset + n);
+  // A live recording's walk (ChangeTracker) keeps no content: its events are gone once fed.
+  if (follow_all_clones_) return;
   // Element by element for readv: sub 1 + i, laid out back to back.
   uint64_t at = offset;
   for (const CapturedBuffer& b : ev.buffers) {
-    if (b.dir != BufferDir::kOut || b.arg != 1 || b.not_captured) continue;
+    if (b.dir != BufferDir::kOut || b.arg != buf_arg || b.not_captured) continue;
     bool vec = ev.nr == sysno::readv || ev.nr == sysno::preadv || ev.nr == sysno::preadv2;
     if (vec && b.sub == 0) continue;
     Node::Piece piece;
@@ -494,6 +514,19 @@ void Simulator::NoteChange(const SyscallEvent& ev) {
       return;
     case sysno::mknodat:
       mark(by_path(1, 0));
+      return;
+    case sysno::copy_file_range:
+    case sysno::splice:
+      if (ev.ret > 0) mark(by_fd(a[2]));
+      return;
+    case sysno::sendfile:
+      if (ev.ret > 0) mark(by_fd(a[0]));
+      return;
+    case sysno::ioctl:
+      if (a[1] == kFiClone || a[1] == kFiCloneRange || a[1] == kFiDedupeRange) mark(by_fd(a[0]));
+      return;
+    case sysno::fchmodat2:
+      if (Node* n = mark(by_path(1, 0))) n->mode_set = true;
       return;
     case sysno::rename:
     case sysno::link: {
@@ -690,6 +723,7 @@ void Simulator::Effect(const SyscallEvent& ev) {
       path_call(0, -1, Kind::kUnknown);
       return;
     case sysno::fchmodat:
+    case sysno::fchmodat2:
     case sysno::fchownat:
     case sysno::utimensat:
       if (a[1] != 0) path_call(1, 0, Kind::kUnknown);
@@ -749,6 +783,52 @@ void Simulator::Effect(const SyscallEvent& ev) {
       if (!to.empty() && ok) Created(to, Kind::kFile);
       return;
     }
+    case sysno::mknod:
+    case sysno::mknodat: {
+      // A FIFO, socket or regular file the trace made (a device is never replayed).
+      bool at = ev.nr == sysno::mknodat;
+      std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
+      if (path.empty()) return;
+      if (ok) Created(path, Kind::kFile);
+      if (ev.ret == -EEXIST) Observe(path, true);
+      return;
+    }
+    case sysno::copy_file_range:
+    case sysno::sendfile:
+    case sysno::splice: {
+      // In-kernel copies: the source is read (its data, when the recorder captured it, is the
+      // file's as a read's would be), the destination written where the walk cannot follow.
+      bool sf = ev.nr == sysno::sendfile;
+      int in = static_cast<int>(sf ? a[1] : a[0]), to = static_cast<int>(sf ? a[0] : a[2]);
+      uint64_t in_off_ptr = sf ? a[2] : a[1];
+      bool out_positional = !sf && a[3] != 0;
+      if (FileRef* r = fd_ref(in); r && ok) {
+        // Where the source was read from: the offset argument's value before the call, or the
+        // fd's own offset, which the call advances.
+        uint64_t from = r->offset;
+        const CapturedBuffer* off = in_off_ptr ? FindBuffer(ev, sf ? 2 : 1) : nullptr;
+        if (off && !off->not_captured && off->View().size() == 8)
+          std::memcpy(&from, off->View().data(), 8);
+        ReadData(ev, *r, from, in_off_ptr == 0, sf ? 1 : 0);
+      }
+      if (FileRef* r = fd_ref(to); r && ok && ev.ret > 0) {
+        if (Node* n = node_of(to)) {
+          n->modified = true;
+          n->tentative = false;
+        }
+        if (!out_positional) r->offset += static_cast<uint64_t>(ev.ret);
+      }
+      return;
+    }
+    case sysno::ioctl:
+      // A reflink (cp --reflink, cp -a on btrfs or XFS) replaces the destination's data.
+      if (ok && (a[1] == kFiClone || a[1] == kFiCloneRange || a[1] == kFiDedupeRange)) {
+        if (Node* n = node_of(static_cast<int>(a[0]))) {
+          n->modified = true;
+          n->tentative = false;
+        }
+      }
+      return;
     case sysno::symlink:
     case sysno::symlinkat: {
       bool at = ev.nr == sysno::symlinkat;
@@ -881,6 +961,17 @@ Status Make(const MakeContext& cx, const std::string& path, const Node& n, bool 
   if (n.have_stat && (S_ISCHR(n.mode) || S_ISBLK(n.mode))) {
     ++st->devices_skipped;  // never: a device node is access to the hardware
     return Status::Ok();
+  }
+  if (n.have_stat && n.kind != Kind::kDir && (S_ISFIFO(n.mode) || S_ISSOCK(n.mode))) {
+    // A FIFO or a socket's name: harmless to make, and the replay opens a FIFO without
+    // blocking (Executor::Open).
+    if (::mknodat(dir, name, (n.mode & S_IFMT) | 0600, 0) != 0) {
+      if (errno != EEXIST) return ErrnoError("--prepare: mknod " + path);
+      ++st->existing;
+      return Finish(cx, dir, name, path, n, perm, false);
+    }
+    ++st->files;
+    return Finish(cx, dir, name, path, n, perm, true);
   }
   switch (n.kind) {
     case Kind::kDir:
@@ -1125,7 +1216,8 @@ ChangeTracker::~ChangeTracker() = default;
 
 bool ChangeTracker::Wants(int nr) {
   // What the walk needs to follow paths and descriptors, and every call that changes a path:
-  // not reads, stats or listings, which tell --prepare what was there, not what changed.
+  // not stats or listings, which tell --prepare what was there, not what changed. Reads and
+  // seeks only move offsets, for FileOf (where an in-kernel copy read its source from).
   static const std::vector<bool> wanted = [] {
     std::vector<bool> w(1024, false);
     for (int n : {sysno::open,      sysno::openat,      sysno::openat2,      sysno::creat,
@@ -1139,7 +1231,9 @@ bool ChangeTracker::Wants(int nr) {
                   sysno::mkdir,     sysno::mkdirat,     sysno::rmdir,        sysno::unlink,
                   sysno::unlinkat,  sysno::rename,      sysno::renameat,     sysno::renameat2,
                   sysno::link,      sysno::linkat,      sysno::symlink,      sysno::symlinkat,
-                  sysno::mknod,     sysno::mknodat})
+                  sysno::mknod,     sysno::mknodat,     sysno::fchmodat2,    sysno::copy_file_range,
+                  sysno::sendfile,  sysno::splice,      sysno::ioctl,        sysno::read,
+                  sysno::readv,     sysno::lseek})
       w[static_cast<size_t>(n)] = true;
     return w;
   }();
@@ -1149,6 +1243,11 @@ bool ChangeTracker::Wants(int nr) {
 void ChangeTracker::Observe(const SyscallEvent& ev) {
   std::lock_guard lk(impl_->mu);
   impl_->sim.Call(ev);
+}
+
+bool ChangeTracker::FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
+  std::lock_guard lk(impl_->mu);
+  return impl_->sim.FileOf(pid, fd, path, offset);
 }
 
 std::vector<ChangedPath> ChangeTracker::Changed() const {

@@ -81,6 +81,9 @@ class ChangeTracker {
   static bool Wants(int nr);
   void Observe(const SyscallEvent& ev);
   std::vector<ChangedPath> Changed() const;
+  // Process pid's fd as the calls fed so far leave it: its absolute path and offset (reads and
+  // seeks are among what Wants() names for this). False for an fd it never saw opened.
+  bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const;
 
  private:
   struct Impl;

@@ -34,6 +34,7 @@
 #include "probes/tracefs.h"
 #include "record/ebpf/capture_spec.h"
 #include "record/ebpf/restart_merger.h"
+#include "record/copy_capture.h"
 #include "record/ebpf/throttle.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
@@ -690,9 +691,21 @@ void EbpfRecorder::Deliver(Lane& l) {
   auto& sc = l.out.syscalls;
   auto& pr = l.out.processes;
   l.restarts.Apply(&sc, pr);
-  if (opt_.observer)
-    for (const SyscallEvent& ev : sc)
-      if (opt_.observer->Wants(ev.nr)) opt_.observer->Observe(ev);
+  for (SyscallEvent& ev : sc) {
+    // An in-kernel copy's data is read here, after the call, from the file the calls before it
+    // name, at the offset they leave (the observer follows both; they are fed in order, so it
+    // has seen those calls and not yet this one). Without an observer (--no-end-state) only a
+    // copy that names its offset is captured.
+    if (int src = CopySourceArg(ev.nr); src >= 0 && ev.ret > 0) {
+      CopySource known;
+      int off_arg = ev.nr == sysno::sendfile ? 2 : 1;
+      bool have = opt_.observer && opt_.observer->FileOf(ev.pid, static_cast<int>(ev.args[src]),
+                                                         &known.path, &known.offset);
+      if (have || ev.args[off_arg] != 0)
+        CaptureCopiedData(ev, ev.tid, have ? &known : nullptr, opt_.max_buffer);
+    }
+    if (opt_.observer && opt_.observer->Wants(ev.nr)) opt_.observer->Observe(ev);
+  }
   size_t calls = sc.size();
   bool handed;
   if (pr.empty()) {

@@ -23,6 +23,7 @@
 
 #include "common/child_process.h"
 #include "record/ptrace/seccomp_filter.h"
+#include "record/copy_capture.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
 #include "record/tracee_memory.h"
@@ -319,6 +320,8 @@ void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
       ev.ret = info.exit.rval;
       ProcessVmMemory mem(tid);
       CaptureAtExit(ev.nr, ev.args, ev.ret, mem, opt_.max_buffer, &ev.buffers);
+      // Stopped at the exit, the fd's offset is the call's own: the copy's source is exact.
+      if (CopySourceArg(ev.nr) >= 0) CaptureCopiedData(ev, tid, nullptr, opt_.max_buffer);
       int nr = ev.nr;
       int64_t ret = ev.ret;
       // Calls that change what later events carry (read while the thread is still stopped).
