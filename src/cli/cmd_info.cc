@@ -100,8 +100,11 @@ std::string EndStateSummary(const trace::Reader& r) {
   const trace::EndState& es = *r.end_state();
   size_t absent = 0;
   for (const trace::EndEntry& e : es.entries) absent += e.kind == trace::EndKind::kAbsent;
-  return fmt::format("{} paths ({} absent{})", es.entries.size(), absent,
-                     es.skipped ? fmt::format(", {} more changed but not noted", es.skipped) : "");
+  return fmt::format("{} paths ({} absent{}){}", es.entries.size(), absent,
+                     es.skipped ? fmt::format(", {} more changed but not noted", es.skipped) : "",
+                     es.symlinks.empty()
+                         ? ""
+                         : fmt::format("; {} symlinks met, for --prepare", es.symlinks.size()));
 }
 
 void Print(const trace::Reader& r, const Summary& s) {

@@ -107,6 +107,7 @@ int Run(RecordCli& c) {
     auto live = replay::Sandbox::Open("/");
     Expected<trace::EndState> es = live.status();
     if (live.ok()) es = replay::NoteEndState(*live, changes->tracker.Changed());
+    if (es.ok()) es->symlinks = changes->tracker.MetSymlinks();
     Status st = es.ok() ? trace::AppendEndState(r->path, *es) : es.status();
     if (!st.ok()) {
       fmt::print(stderr, "fay: the end state was not noted: {}\n", st.message());

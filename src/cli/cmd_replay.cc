@@ -137,6 +137,12 @@ int Run(const ReplayCli& c) {
   // one-thread trace also starts replaying then: the walk lets through the calls that need
   // nothing --prepare makes (see Preparer::StreamTo), and the rest once it is all made.
   replay::Preparer preparer;
+  if (c.prepare) {
+    // The symlinks the recorder met are in the end state, at the trace's end: read before the
+    // walk, which resolves paths through them.
+    auto r = trace::Reader::Open(c.path);
+    if (r.ok() && r->end_state()) preparer.SetMetSymlinks(r->end_state()->symlinks);
+  }
   replay::CallGate gate;
   std::thread streamer;
   std::optional<Expected<replay::ReplayReport>> streamed;

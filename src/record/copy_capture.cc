@@ -69,8 +69,8 @@ bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uin
   b.bytes.resize(want);
   uint64_t got = 0;
   while (got < want) {
-    ssize_t n = ::pread(src.get(), b.bytes.data() + got, want - got,
-                        static_cast<off_t>(*start + got));
+    ssize_t n =
+        ::pread(src.get(), b.bytes.data() + got, want - got, static_cast<off_t>(*start + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<uint64_t>(n);

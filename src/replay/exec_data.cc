@@ -329,8 +329,8 @@ bool Executor::Ioctl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   }
   // The replay's file system may not share extents (a reflink on btrfs replayed on ext4): the
   // same bytes copied give the same file, which is what the program asked for.
-  bool unsupported = out->ret == -EOPNOTSUPP || out->ret == -EXDEV || out->ret == -EINVAL ||
-                     out->ret == -ENOTTY;
+  bool unsupported =
+      out->ret == -EOPNOTSUPP || out->ret == -EXDEV || out->ret == -EINVAL || out->ret == -ENOTTY;
   if (unsupported && ev.ret == 0) {
     struct stat st;
     if (::fstat(from->fd.get(), &st) != 0) return true;
@@ -349,8 +349,7 @@ bool Executor::Ioctl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   return true;
 }
 
-bool XattrArgs(const SyscallEvent& ev, bool set, std::string* name,
-               const CapturedBuffer** value) {
+bool XattrArgs(const SyscallEvent& ev, bool set, std::string* name, const CapturedBuffer** value) {
   const CapturedBuffer* n = FindBuffer(ev, 1, 0, BufferDir::kIn);
   if (!n || n->not_captured || n->View().empty()) return false;
   *name = CapturedString(n);
@@ -404,9 +403,10 @@ bool Executor::FdOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       std::string xname;
       const CapturedBuffer* value = nullptr;
       if (!XattrArgs(ev, set, &xname, &value)) return false;
-      out->ret = set ? Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
-                                         static_cast<size_t>(a[3]), static_cast<int>(a[4])))
-                     : Errno(::fremovexattr(fd, xname.c_str()));
+      out->ret =
+          set ? Errno(::fsetxattr(fd, xname.c_str(), a[3] > 0 ? value->View().data() : nullptr,
+                                  static_cast<size_t>(a[3]), static_cast<int>(a[4])))
+              : Errno(::fremovexattr(fd, xname.c_str()));
       break;
     }
     case sysno::fadvise64:

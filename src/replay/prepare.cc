@@ -206,6 +206,57 @@ uint64_t OpenFlags(const SyscallEvent& ev) {
   return flags;
 }
 
+// Whether a call follows a symlink in its path's last component (the man pages' "does not
+// dereference" list, and the flags that say so).
+bool FollowsLast(const SyscallEvent& ev) {
+  const auto& a = ev.args;
+  switch (ev.nr) {
+    case sysno::lstat:
+    case sysno::readlink:
+    case sysno::readlinkat:
+    case sysno::unlink:
+    case sysno::unlinkat:
+    case sysno::rmdir:
+    case sysno::rename:
+    case sysno::renameat:
+    case sysno::renameat2:
+    case sysno::link:
+    case sysno::symlink:
+    case sysno::symlinkat:
+    case sysno::mknod:
+    case sysno::mknodat:
+    case sysno::mkdir:
+    case sysno::mkdirat:
+    case sysno::lchown:
+    case sysno::lgetxattr:
+    case sysno::lsetxattr:
+    case sysno::llistxattr:
+    case sysno::lremovexattr:
+      return false;
+    case sysno::newfstatat:
+    case sysno::fchmodat2:
+    case sysno::faccessat2:
+    case sysno::utimensat:
+      return !(a[3] & AT_SYMLINK_NOFOLLOW);
+    case sysno::statx:
+      return !(a[2] & AT_SYMLINK_NOFOLLOW);
+    case sysno::fchownat:
+    case sysno::execveat:
+      return !(a[4] & AT_SYMLINK_NOFOLLOW);
+    case sysno::linkat:
+      return (a[4] & AT_SYMLINK_FOLLOW) != 0;
+    case sysno::open:
+    case sysno::openat:
+    case sysno::creat:
+    case sysno::openat2: {
+      uint64_t flags = OpenFlags(ev);
+      return !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+    }
+    default:
+      return true;
+  }
+}
+
 class Simulator {
  public:
   // `parent_of` (pid -> parent, from fork events) may be null: a trace of one thread forks no
@@ -221,6 +272,17 @@ class Simulator {
     if (!cwd_.empty()) Parents(cwd_ + "/x");
   }
 
+  // The symlinks the recorder met (trace::EndState::symlinks), before the walk: a path through
+  // one is the path it leads to, and the link itself a pre-existing symlink.
+  void SetMetSymlinks(std::unordered_map<std::string, std::string> met) { met_ = std::move(met); }
+  // The normalised absolute path of a path argument, as it was named (no link resolved).
+  std::string NamedPath(const SyscallEvent& ev, int path_arg, int dirfd_arg) {
+    bool was = resolving_;
+    resolving_ = false;
+    std::string p = PathOf(ev, path_arg, dirfd_arg);
+    resolving_ = was;
+    return p;
+  }
   // What a live recording's fd is, for ChangeTracker::FileOf.
   bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
     auto p = procs_.find(pid);
@@ -279,6 +341,13 @@ class Simulator {
   void ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, bool advance,
                 int buf_arg = 1);
 
+  // Resolves the met symlinks in an absolute normalised path: every component but the last,
+  // and the last too when `follow_last`. Each link resolved gets its pre-existing node.
+  std::string Resolve(std::string path, bool follow_last);
+
+  std::unordered_map<std::string, std::string> met_;
+  bool resolving_ = true;    // PathOf resolves met symlinks (not for NamedPath)
+  bool follow_last_ = true;  // the current call follows its path's last component
   std::string cwd_;
   const std::map<int32_t, int32_t>* parent_of_;
   bool follow_all_clones_ = false;
@@ -314,7 +383,42 @@ std::string Simulator::PathOf(const SyscallEvent& ev, int path_arg, int dirfd_ar
     }
   }
   std::string full = NormalizePath(JoinPath(base, path));
-  return IsVirtualPath(full) ? std::string() : full;
+  if (IsVirtualPath(full)) return {};
+  return resolving_ && !met_.empty() ? Resolve(std::move(full), follow_last_) : full;
+}
+
+std::string Simulator::Resolve(std::string path, bool follow_last) {
+  // Component by component: a link's target replaces the path up to it, and the walk starts
+  // again from the top (a target may hold links itself). 40 links at most, as the kernel.
+  for (int links = 0; links < 40;) {
+    bool again = false;
+    for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+      bool last = end == std::string::npos;
+      if (last && !follow_last) return path;
+      std::string prefix = path.substr(0, last ? path.size() : end);
+      auto m = met_.find(prefix);
+      if (m != met_.end()) {
+        Node& link = Touch(prefix);
+        // Only the link as it was: one the trace made, removed or replaced is the trace's.
+        if (link.state == State::kUnknown) link.state = State::kPre;
+        if (link.state == State::kPre && !link.modified) {
+          link.kind = Kind::kSymlink;
+          link.target = m->second;
+          Parents(prefix);
+          size_t slash = prefix.rfind('/');
+          std::string dir = slash == 0 ? "/" : prefix.substr(0, slash);
+          std::string to = m->second.front() == '/' ? m->second : JoinPath(dir, m->second);
+          path = NormalizePath(last ? to : JoinPath(to, path.substr(end + 1)));
+          ++links;
+          again = true;
+          break;
+        }
+      }
+      if (last) break;
+    }
+    if (!again) return path;
+  }
+  return path;
 }
 
 void Simulator::Parents(const std::string& path) {
@@ -414,6 +518,7 @@ void Simulator::ReadData(const SyscallEvent& ev, FileRef& ref, uint64_t offset, 
 }
 
 void Simulator::Call(const SyscallEvent& ev) {
+  follow_last_ = FollowsLast(ev);
   Effect(ev);
   NoteChange(ev);
 }
@@ -1126,6 +1231,7 @@ Expected<PrepareStats> Make(Simulator& sim, const Sandbox& sandbox, BlobFetcher*
 
 struct Preparer::Impl {
   std::unique_ptr<Simulator> sim;
+  std::unordered_map<std::string, std::string> met;
   const Sandbox* sandbox = nullptr;
   CallGate* gate = nullptr;
   // Pre-existing directories made while the trace loaded, for the calls allowed early.
@@ -1208,13 +1314,71 @@ std::vector<ChangedPath> Preparer::Changed() const {
 struct ChangeTracker::Impl {
   std::mutex mu;
   Simulator sim;
+  // The symlinks met so far (path -> target), and every path already looked at for one.
+  std::map<std::string, std::string> met;
+  std::unordered_set<std::string> looked;
   explicit Impl(const std::string& cwd) : sim(cwd, nullptr, /*follow_all_clones=*/true) {}
+
+  void Look(const std::string& path) {
+    if (path.empty() || path == "/" || !looked.insert(path).second) return;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
+    char buf[4096];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+    if (n > 0 && static_cast<size_t>(n) < sizeof buf) met.emplace(path, std::string(buf, n));
+  }
+
+  // The links a call's paths go through, and those a listing shows (DT_LNK), looked at once
+  // each, before the call's own effect is followed. The recorder sees the call once it has
+  // returned: a link it made, removed or replaced is the trace's own, which --prepare knows.
+  void NoteSymlinks(const SyscallEvent& ev) {
+    if (ev.nr == sysno::getdents64) {
+      std::string dir;
+      uint64_t offset;
+      const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
+      if (!b || Failed(ev.ret) || !sim.FileOf(ev.pid, static_cast<int>(ev.args[0]), &dir, &offset))
+        return;
+      std::span<const uint8_t> d = b->View();
+      for (size_t at = 0; at + 19 <= d.size();) {
+        uint16_t reclen;
+        std::memcpy(&reclen, d.data() + at + 16, 2);
+        if (reclen < 19 || at + reclen > d.size()) break;
+        const char* name = reinterpret_cast<const char*>(d.data() + at + 19);
+        std::string child(name, strnlen(name, reclen - 19u));
+        if (d[at + 18] == DT_LNK && !child.empty())
+          Look(dir == "/" ? "/" + child : dir + "/" + child);
+        at += reclen;
+      }
+      return;
+    }
+    const SyscallSignature& sig = Signature(ev.nr);
+    for (int i = 0; i < sig.nargs; ++i) {
+      if (sig.args[i].type != ArgType::kPath) continue;
+      // symlink's first argument is the link's text, not a path it goes through.
+      if ((ev.nr == sysno::symlink || ev.nr == sysno::symlinkat) && i == 0) continue;
+      int dirfd = i > 0 && sig.args[i - 1].type == ArgType::kDirfd ? i - 1 : -1;
+      std::string path = sim.NamedPath(ev, i, dirfd);
+      for (size_t end = path.find('/', 1); end != std::string::npos; end = path.find('/', end + 1))
+        Look(path.substr(0, end));
+      Look(path);
+    }
+  }
 };
 
 ChangeTracker::ChangeTracker(const std::string& cwd) : impl_(std::make_unique<Impl>(cwd)) {}
 ChangeTracker::~ChangeTracker() = default;
 
-bool ChangeTracker::Wants(int nr) {
+namespace {
+
+bool TakesPath(int nr) {
+  const SyscallSignature& sig = Signature(nr);
+  for (int i = 0; i < sig.nargs; ++i)
+    if (sig.args[i].type == ArgType::kPath) return true;
+  return false;
+}
+
+// The calls the walk itself follows: paths and descriptors, and every call that changes a path.
+bool Walked(int nr) {
   // What the walk needs to follow paths and descriptors, and every call that changes a path:
   // not stats or listings, which tell --prepare what was there, not what changed. Reads and
   // seeks only move offsets, for FileOf (where an in-kernel copy read its source from).
@@ -1240,9 +1404,33 @@ bool ChangeTracker::Wants(int nr) {
   return nr >= 0 && static_cast<size_t>(nr) < wanted.size() && wanted[static_cast<size_t>(nr)];
 }
 
+}  // namespace
+
+bool ChangeTracker::Wants(int nr) {
+  // What the walk follows (Walked), and every call that names a path or lists a directory, for
+  // the symlinks met on the way.
+  static const std::vector<bool> wanted = [] {
+    std::vector<bool> w(1024, false);
+    for (size_t n = 0; n < w.size(); ++n) {
+      int nr = static_cast<int>(n);
+      w[n] = Walked(nr) || nr == sysno::getdents64 || TakesPath(nr);
+    }
+    return w;
+  }();
+  return nr >= 0 && static_cast<size_t>(nr) < wanted.size() && wanted[static_cast<size_t>(nr)];
+}
+
 void ChangeTracker::Observe(const SyscallEvent& ev) {
   std::lock_guard lk(impl_->mu);
-  impl_->sim.Call(ev);
+  if (ev.nr == sysno::getdents64 || TakesPath(ev.nr)) impl_->NoteSymlinks(ev);
+  if (Walked(ev.nr)) impl_->sim.Call(ev);
+}
+
+std::vector<trace::MetSymlink> ChangeTracker::MetSymlinks() const {
+  std::lock_guard lk(impl_->mu);
+  std::vector<trace::MetSymlink> out;
+  for (const auto& [path, target] : impl_->met) out.push_back({path, target});
+  return out;
 }
 
 bool ChangeTracker::FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
@@ -1263,9 +1451,15 @@ void Preparer::StreamTo(const Sandbox& sandbox, CallGate* gate) {
   impl_->gate = gate;
 }
 
+void Preparer::SetMetSymlinks(const std::vector<trace::MetSymlink>& links) {
+  impl_->met.clear();
+  for (const trace::MetSymlink& l : links) impl_->met.emplace(l.path, l.target);
+}
+
 void Preparer::Walk(CallStream& calls) {
   Impl& im = *impl_;
   im.sim = std::make_unique<Simulator>(calls.info().cwd, calls.parent_of());
+  im.sim->SetMetSymlinks(im.met);
   if (!im.gate || !calls.streaming()) {
     im.sim->Run(calls);
     return;

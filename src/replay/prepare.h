@@ -35,6 +35,7 @@
 #include "replay/schedule.h"
 #include "replay/verify.h"
 #include "schema/syscall_event.h"
+#include "trace/end_state.h"
 
 namespace fay::replay {
 
@@ -84,6 +85,9 @@ class ChangeTracker {
   // Process pid's fd as the calls fed so far leave it: its absolute path and offset (reads and
   // seeks are among what Wants() names for this). False for an fd it never saw opened.
   bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const;
+  // The symlinks the calls went through or listed, as they were when first met (lstat and
+  // readlink on the live tree), sorted by path: for the trace, so --prepare can make them.
+  std::vector<trace::MetSymlink> MetSymlinks() const;
 
  private:
   struct Impl;
@@ -99,6 +103,9 @@ class Preparer {
   // the calls a replay may run before Apply (see Impl::MayRunEarly), making in the root the
   // directories above them. The first call that may not stops the allowing.
   void StreamTo(const Sandbox& sandbox, CallGate* gate);
+  // Before Walk: the symlinks the recorder met (the trace's end state), which the walk
+  // resolves paths through and --prepare makes as symlinks.
+  void SetMetSymlinks(const std::vector<trace::MetSymlink>& links);
   // Simulates the calls in recorded start order; called again, starts from scratch.
   void Walk(CallStream& calls);
   // After Walk: the paths the trace changed, sorted.

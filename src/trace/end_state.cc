@@ -87,6 +87,17 @@ Status CheckEndState(const EndState& s) {
         return bad(i, e, "xattr names must be strictly ascending");
     }
   }
+  for (size_t i = 0; i < s.symlinks.size(); ++i) {
+    const MetSymlink& m = s.symlinks[i];
+    auto why = [&](std::string_view w) {
+      return Error(Code::kInvalidArgument, fmt::format("met symlink {} ({:?}): {}", i, m.path, w));
+    };
+    if (!GoodPath(m.path)) return why("not an absolute path without NUL bytes");
+    if (i > 0 && !(s.symlinks[i - 1].path < m.path))
+      return why("paths must be strictly ascending (sorted, each once)");
+    if (m.target.empty() || m.target.find('\0') != std::string::npos)
+      return why("a target must be non-empty, without NUL bytes");
+  }
   return Status::Ok();
 }
 
@@ -118,6 +129,14 @@ std::string EncodeEndState(const EndState& s) {
     PutVarint(out, static_cast<uint64_t>(e.kind));
     PutVarint(out, body.size());
     out += body;
+  }
+  // Minor 5: the symlinks met, after the entries, where a minor 4 reader stops reading.
+  if (!s.symlinks.empty()) {
+    PutVarint(out, s.symlinks.size());
+    for (const MetSymlink& m : s.symlinks) {
+      PutString(out, m.path);
+      PutString(out, m.target);
+    }
   }
   return out;
 }
@@ -186,7 +205,28 @@ Expected<EndState> DecodeEndState(std::string_view payload) {
     e.determined = static_cast<uint8_t>(determined);
     // Bytes left in the body are fields a later minor appended.
   }
-  // Bytes after the entries are reserved for later minors.
+  // Minor 5: the symlinks met (none when the payload ends here).
+  if (r.remaining() > 0) {
+    uint64_t m;
+    entry_at = r.pos();
+    // A symlink takes at least 4 bytes: two lengths, a path's '/' and a target's byte.
+    if (!r.Varint(&m) || m > r.remaining() / 4)
+      return Error(Code::kIo, fmt::format("end state: malformed met symlink count at payload "
+                                          "byte {}",
+                                          entry_at));
+    s.symlinks.resize(m);
+    for (size_t i = 0; i < m; ++i) {
+      MetSymlink& l = s.symlinks[i];
+      size_t at = r.pos();
+      if (!r.String(&l.path) || !r.String(&l.target) || !GoodPath(l.path) || l.target.empty() ||
+          l.target.find('\0') != std::string::npos || (i > 0 && !(s.symlinks[i - 1].path < l.path)))
+        return Error(Code::kIo,
+                     fmt::format("end state: met symlink {} (payload byte {}): malformed or out "
+                                 "of order",
+                                 i, at));
+    }
+  }
+  // Bytes after them are reserved for later minors.
   return s;
 }
 

@@ -42,14 +42,25 @@ struct EndEntry {
   bool operator==(const EndEntry&) const = default;
 };
 
+// A symlink the recorded program met (resolved through, listed, stat'ed) before changing it:
+// what it pointed to then, noted when the recorder first met it. --prepare makes it as a
+// symlink; a listing says only DT_LNK and a followed stat says nothing of it.
+struct MetSymlink {
+  std::string path;    // absolute, as the recording machine named it
+  std::string target;  // readlink, non-empty
+  bool operator==(const MetSymlink&) const = default;
+};
+
 struct EndState {
-  std::vector<EndEntry> entries;  // sorted by path (bytes, unsigned), each path once
-  uint64_t skipped = 0;           // changed paths not noted (e.g. unreadable), counted
+  std::vector<EndEntry> entries;     // sorted by path (bytes, unsigned), each path once
+  uint64_t skipped = 0;              // changed paths not noted (e.g. unreadable), counted
+  std::vector<MetSymlink> symlinks;  // minor 5: sorted by path, each once
   bool operator==(const EndState&) const = default;
 };
 
-// The format minor that added the section.
+// The format minor that added the section, and the one that added its met symlinks.
 inline constexpr uint16_t kEndStateMinor = 4;
+inline constexpr uint16_t kMetSymlinksMinor = 5;
 
 // Bounds a reader holds an end state chunk's header to before decompressing (FORMAT.md 4.1): a
 // Linux path or link target is at most 4 KiB and a file's xattr names at most 64 KiB, so one

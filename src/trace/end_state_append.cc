@@ -115,10 +115,11 @@ Status AppendEndState(const std::string& path, const EndState& s) {
   // Step 1, to a footer-less trace: every state a crash can leave from here on is one the
   // recovery rules read (FORMAT.md 7.4), with every recorded event. Writing over the footer in
   // place instead could leave the old trailer pointing at the new chunk: damage, not a cut.
-  if (r.version_minor() < kEndStateMinor) {
+  const uint16_t need = s.symlinks.empty() ? kEndStateMinor : kMetSymlinksMinor;
+  if (r.version_minor() < need) {
     uint8_t minor[2];
-    minor[0] = static_cast<uint8_t>(kEndStateMinor);
-    minor[1] = static_cast<uint8_t>(kEndStateMinor >> 8);
+    minor[0] = static_cast<uint8_t>(need);
+    minor[1] = static_cast<uint8_t>(need >> 8);
     FAY_RETURN_IF_ERROR(PwriteAll(fd.get(), 10, minor, sizeof(minor), what));
   }
   if (::ftruncate(fd.get(), static_cast<off_t>(footer_at)) != 0) return ErrnoError(what);

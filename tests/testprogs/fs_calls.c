@@ -55,9 +55,9 @@ static int xattr(const char* dir) {
   snprintf(f, sizeof f, "%s/f", dir);
   if (mkdir(d, 0700) != 0) return fail("mkdir");
   // A minimal POSIX ACL (version 2): user::rwx, group::r-x, other::r-x, that is mode 0755.
-  static const unsigned char acl[] = {2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 4, 0,
-                                      5, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 5, 0, 0xff, 0xff,
-                                      0xff, 0xff};
+  static const unsigned char acl[] = {2,    0,    0, 0, 1,    0,    7,    0,    0xff, 0xff,
+                                      0xff, 0xff, 4, 0, 5,    0,    0xff, 0xff, 0xff, 0xff,
+                                      0x20, 0,    5, 0, 0xff, 0xff, 0xff, 0xff};
   if (setxattr(d, "system.posix_acl_access", acl, sizeof acl, 0) != 0) return fail("setxattr acl");
   int fd = open(f, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) return fail("open");

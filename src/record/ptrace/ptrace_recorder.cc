@@ -22,8 +22,8 @@
 #include <fmt/format.h>
 
 #include "common/child_process.h"
-#include "record/ptrace/seccomp_filter.h"
 #include "record/copy_capture.h"
+#include "record/ptrace/seccomp_filter.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
 #include "record/tracee_memory.h"

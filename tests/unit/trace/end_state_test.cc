@@ -250,9 +250,15 @@ TEST(EndStateCodecTest, LaterAdditionsAreSteppedOver) {
   PutVarint(p, static_cast<uint64_t>(EndKind::kDir));
   PutVarint(p, body.size());
   PutRaw(p, body.data(), body.size());
+  // Minor 5's met symlinks, then what a later minor may append after them.
+  PutVarint(p, 1);
+  PutString(p, "/lib");
+  PutString(p, "usr/lib");
   PutRaw(p, "reserved", 8);
   auto got = DecodeEndState(std::string(p.begin(), p.end()));
   ASSERT_TRUE(got.ok()) << got.status().message();
+  ASSERT_EQ(got->symlinks.size(), 1u);
+  EXPECT_EQ(got->symlinks[0], (MetSymlink{"/lib", "usr/lib"}));
   ASSERT_EQ(got->entries.size(), 2u);
   EXPECT_EQ(got->entries[0].path, "/dev/thing");
   EXPECT_EQ(got->entries[0].kind, EndKind::kOther);
@@ -302,7 +308,7 @@ TEST(AppendEndStateTest, ReaderSeesItAndEveryEventStillReads) {
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   EXPECT_TRUE(r->damage().ok()) << r->damage().message();
-  EXPECT_EQ(r->version_minor(), kEndStateMinor);
+  EXPECT_EQ(r->version_minor(), kFormatMinor);  // a trace written now is past the end state's
   EXPECT_EQ(r->end_state_error(), "");
   ASSERT_TRUE(r->end_state());
   EXPECT_EQ(*r->end_state(), s);
@@ -562,6 +568,34 @@ TEST(ReaderEndStateTest, SecondEndStateChunkIsDamage) {
   Status st;
   EXPECT_EQ(ReadAll(*r, &st), ExpectedLines(stream));  // every event, then the damage
   EXPECT_FALSE(st.ok());
+}
+
+TEST(EndStateCodecTest, MetSymlinksRoundTripAndBadOnesAreRefused) {
+  EndState s;
+  s.symlinks = {{"/lib", "usr/lib"}, {"/usr/lib/python3/site.py", "/etc/python3/site.py"}};
+  ASSERT_TRUE(CheckEndState(s).ok());
+  auto got = DecodeEndState(EncodeEndState(s));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, s);
+  // Out of order, relative, and empty targets are refused on both sides.
+  EndState bad = s;
+  std::swap(bad.symlinks[0], bad.symlinks[1]);
+  EXPECT_FALSE(CheckEndState(bad).ok());
+  bad.symlinks = {{"lib", "usr/lib"}};
+  EXPECT_FALSE(CheckEndState(bad).ok());
+  bad.symlinks = {{"/lib", ""}};
+  EXPECT_FALSE(CheckEndState(bad).ok());
+  Bytes p;
+  PutVarint(p, 0);
+  PutVarint(p, 0);
+  PutVarint(p, 2);
+  PutString(p, "/b");
+  PutString(p, "x");
+  PutString(p, "/a");
+  PutString(p, "y");
+  auto r = DecodeEndState(std::string(p.begin(), p.end()));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("met symlink 1"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

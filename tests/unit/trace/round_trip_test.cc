@@ -44,7 +44,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 4);  // minor 4: the end state chunk
+  EXPECT_EQ(r->version_minor(), 5);  // minor 5: the end state's met symlinks
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
