@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "replay/sandbox.h"
 #include "replay/schedule.h"
 #include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
 #include "trace/reader.h"
 
 namespace fay::cli {
@@ -59,6 +61,21 @@ std::string CountList(const std::map<int, uint64_t>& by_nr) {
   std::string s;
   for (const auto& [nr, n] : v) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", Label(nr), n);
   return s;
+}
+
+// The calls that change a file or a directory entry, for the summary's "not replayed".
+bool ChangesFiles(int nr) {
+  static const std::set<int> calls = {
+      sysno::mknod,          sysno::mknodat,      sysno::mkdir,        sysno::mkdirat,
+      sysno::unlink,         sysno::unlinkat,     sysno::rmdir,        sysno::rename,
+      sysno::renameat,       sysno::renameat2,    sysno::link,         sysno::linkat,
+      sysno::symlink,        sysno::symlinkat,    sysno::chmod,        sysno::fchmod,
+      sysno::fchmodat,       sysno::fchmodat2,    sysno::chown,        sysno::lchown,
+      sysno::fchown,         sysno::fchownat,     sysno::truncate,     sysno::ftruncate,
+      sysno::fallocate,      sysno::setxattr,     sysno::lsetxattr,    sysno::fsetxattr,
+      sysno::removexattr,    sysno::lremovexattr, sysno::fremovexattr, sysno::utimensat,
+      sysno::copy_file_range};
+  return calls.count(nr) > 0;
 }
 
 int Run(const ReplayCli& c) {
@@ -303,6 +320,28 @@ int Run(const ReplayCli& c) {
   }
   fmt::print("emulated:   {}{}\n", r.emulated,
              r.emulated ? " (" + CountList(r.emulated_by_nr) + ")" : "");
+  if (!r.interrupted.empty()) {
+    uint64_t n = 0;
+    std::string what;
+    for (const auto& [key, count] : r.interrupted) {
+      n += count;
+      what += fmt::format("{}{} {} {}", what.empty() ? "" : ", ", Label(key.first),
+                          ErrnoName(key.second), count);
+    }
+    fmt::print("interrupted: {} ({}): a signal cut them short in the recording; not run\n", n,
+               what);
+  }
+  // Emulated calls that change files (a device node, a call on a descriptor the replay does not
+  // hold): what they did is not in the replayed tree, and the end-state check says where.
+  std::map<int, uint64_t> unreplayed;
+  for (auto [nr, count] : r.emulated_by_nr) {
+    uint64_t cut = 0;
+    for (const auto& [key, k] : r.interrupted)
+      if (key.first == nr) cut += k;
+    if (ChangesFiles(nr) && count > cut) unreplayed[nr] = count - cut;
+  }
+  if (!unreplayed.empty())
+    fmt::print("not replayed: {} (calls that change files, emulated)\n", CountList(unreplayed));
   fmt::print(
       "wall:       {:.3f} s replay ({}) vs {:.3f} s recorded ({:.2f}x); load {:.3f} s, "
       "prepare {:.3f} s\n",

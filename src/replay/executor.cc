@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
 
 namespace fay::replay {
 namespace {
@@ -211,9 +212,21 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
   return true;
 }
 
+bool IsInterrupted(int64_t ret) {
+  return ret == -kERestartSys || ret == -kERestartNoIntr || ret == -kERestartNoHand ||
+         ret == -kERestartRestartBlock;
+}
+
 Outcome Executor::Run(const SyscallEvent& ev, ProcessState& proc) {
   cache_.EndOfCall();
   Outcome out;
+  if (IsInterrupted(ev.ret)) {
+    // Run for real it would read, write or wait for what the recorded call never got to.
+    Emulate(ev, proc);
+    out.ret = ev.ret;
+    out.interrupted = true;
+    return out;
+  }
   bool returned = ev.exit_ns != 0 && !(ev.flags & kEventNoExit);
   if (returned && IsReplayed(ev.nr)) {
     bool done = false;

@@ -30,7 +30,13 @@ struct Outcome {
   std::string data_mismatch;  // non-empty: returned data differed (what and where)
   bool as_prepared = false;   // a stat result differed only as --prepare made the file
   bool withheld = false;      // the setuid/setgid bits the call asked for were left out
+  bool interrupted = false;   // a signal cut it short in the recording (ERESTARTSYS and kin)
 };
+
+// Whether a recorded result is one of the kernel's restart codes (ERESTARTSYS, ERESTARTNOINTR,
+// ERESTARTNOHAND, ERESTART_RESTARTBLOCK): the call was cut short by a signal, then made again
+// or turned into EINTR. It did not do what it was asked; replay does not run it.
+bool IsInterrupted(int64_t ret);
 
 // The calls fay replay executes for real (given live fds and resolvable paths).
 bool IsReplayed(int nr);

@@ -117,6 +117,7 @@ struct WorkerTally {
   std::vector<Mismatch> listed;
   std::map<int, uint64_t> emulated_by_nr;
   std::map<int, uint64_t> mismatch_by_nr;
+  std::map<std::pair<int, int>, uint64_t> interrupted;
 };
 
 class Run {
@@ -226,6 +227,7 @@ bool Run::Execute(Executor& ex, uint32_t t, uint32_t i, WorkerTally* tally, Blob
   if (!out.replayed) {
     ++tally->emulated;
     ++tally->emulated_by_nr[c.ev.nr];
+    if (out.interrupted) ++tally->interrupted[{c.ev.nr, static_cast<int>(-c.ev.ret)}];
   } else {
     ++tally->replayed;
     if (out.withheld) ++tally->withheld;
@@ -438,6 +440,7 @@ ReplayReport Run::Go() {
     r.mismatches += t.mismatches;
     for (auto& m : t.listed) r.listed.push_back(std::move(m));
     for (auto [nr, c] : t.emulated_by_nr) r.emulated_by_nr[nr] += c;
+    for (auto [key, c] : t.interrupted) r.interrupted[key] += c;
     for (auto [nr, c] : t.mismatch_by_nr) r.mismatch_by_nr[nr] += c;
   }
   std::sort(r.listed.begin(), r.listed.end(),

@@ -55,6 +55,8 @@ struct ReplayReport {
   uint64_t mismatches = 0;
   std::vector<Mismatch> listed;            // the first max_listed, in trace order
   std::map<int, uint64_t> emulated_by_nr;  // syscall number -> calls
+  // Of the emulated, those a signal cut short in the recording: (number, errno) -> calls.
+  std::map<std::pair<int, int>, uint64_t> interrupted;
   std::map<int, uint64_t> mismatch_by_nr;
   uint64_t wall_ns = 0;
   uint64_t recorded_ns = 0;

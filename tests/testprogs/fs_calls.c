@@ -10,15 +10,21 @@
 //   copy SRC DST   copies the existing SRC to a new DST with copy_file_range from the file
 //                  offsets (as cp does), then appends SRC's first 100 bytes with sendfile from
 //                  an explicit offset: the data never passes through the program's memory.
+//   interrupted   blocks reading a pipe; a child signals it (SIGUSR1, handled with SA_RESTART)
+//                  after 200 ms, then writes "late\n" 100 ms later and exits: the read returns
+//                  ERESTARTSYS to the kernel, the handler runs, and the read made again gets
+//                  the bytes.
 // Exit status 0 when every call returned what it should; 1 and a message otherwise.
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 static int fail(const char* what) {
@@ -81,10 +87,42 @@ static int copy(const char* src, const char* dst) {
   return close(in) == 0 && close(out) == 0 ? 0 : fail("close");
 }
 
+static void on_usr1(int sig) {
+  (void)sig;
+}
+
+static int interrupted(void) {
+  int p[2];
+  if (pipe(p) != 0) return fail("pipe");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGUSR1, &sa, NULL) != 0) return fail("sigaction");
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child < 0) return fail("fork");
+  if (child == 0) {
+    struct timespec t = {0, 200 * 1000 * 1000};
+    nanosleep(&t, NULL);
+    kill(parent, SIGUSR1);
+    t.tv_nsec = 100 * 1000 * 1000;
+    nanosleep(&t, NULL);
+    _exit(write(p[1], "late\n", 5) == 5 ? 0 : 1);
+  }
+  char buf[16];
+  ssize_t n = read(p[0], buf, sizeof buf);
+  int status;
+  if (waitpid(child, &status, 0) != child || status != 0) return fail("child");
+  if (n != 5 || memcmp(buf, "late\n", 5) != 0) return fail("read");
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "interrupted") == 0) return interrupted();
   if (argc == 3 && strcmp(argv[1], "fifo") == 0) return fifo(argv[2]);
   if (argc == 3 && strcmp(argv[1], "xattr") == 0) return xattr(argv[2]);
   if (argc == 4 && strcmp(argv[1], "copy") == 0) return copy(argv[2], argv[3]);
-  fprintf(stderr, "usage: fs_calls fifo DIR | xattr DIR | copy SRC DST\n");
+  fprintf(stderr, "usage: fs_calls fifo DIR | xattr DIR | copy SRC DST | interrupted\n");
   return 2;
 }
