@@ -212,6 +212,9 @@ bool Executor::PathArg(const SyscallEvent& ev, ProcessState& proc, int path_arg,
   return true;
 }
 
+// A replay pipe's capacity: 16 times a default pipe's (Executor::Pipe).
+constexpr int kReplayPipeBytes = 1 << 20;
+
 bool IsInterrupted(int64_t ret) {
   return ret == -kERestartSys || ret == -kERestartNoIntr || ret == -kERestartNoHand ||
          ret == -kERestartRestartBlock;
@@ -503,6 +506,13 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       out->ret = Errno(::fcntl(live->fd.get(), F_SETFL, arg));
       return true;
     }
+    case F_SETPIPE_SZ:
+      // Emulated (the recorded result stands), but the live pipe gets at least that much room
+      // too, with the margin Pipe gives.
+      if (live->is_pipe && ev.args[2] > kReplayPipeBytes / 16)
+        ::fcntl(live->fd.get(), F_SETPIPE_SZ,
+                static_cast<int>(std::min<uint64_t>(ev.args[2] * 16, 1u << 30)));
+      return false;
     default:
       return false;  // locks, leases, seals, pipe sizes: emulated
   }
@@ -520,6 +530,12 @@ bool Executor::Pipe(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = -errno;
     return true;
   }
+  // Room for more than the recording's pipe ever held. A pipe holds 16 pages, each partly
+  // filled as the writes and reads happened to fall: the replay's, interleaved otherwise, may
+  // fit fewer bytes, and a writer the recording let through then waits on a reader that the
+  // schedule holds behind that very write (tar | gzip stalled, and came out misaligned).
+  // Unused room costs nothing: pages are taken as they are written.
+  ::fcntl(fds[1], F_SETPIPE_SZ, kReplayPipeBytes);
   for (int i = 0; i < 2; ++i) {
     auto live = std::make_shared<LiveFd>();
     live->fd.reset(fds[i]);
