@@ -58,7 +58,11 @@ bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uin
   // A new open of the same file, so the program's own offset is not moved. After the call the
   // fd may be closed or another file's already: the path the earlier calls opened is read.
   std::string from = known ? known->path : fmt::format("/proc/{}/fd/{}", tid, fd);
-  UniqueFd src(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  // O_NOATIME: the read must not move the file's access time, which the program may look at
+  // (the owner or CAP_FOWNER may ask; without it, the program's own copy set it already).
+  int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  UniqueFd src(::open(from.c_str(), flags | O_NOATIME));
+  if (src.get() < 0 && errno == EPERM) src.reset(::open(from.c_str(), flags));
   struct stat st;
   if (src.get() < 0 || ::fstat(src.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   CapturedBuffer b;

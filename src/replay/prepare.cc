@@ -1314,8 +1314,15 @@ std::vector<ChangedPath> Preparer::Changed() const {
 struct ChangeTracker::Impl {
   std::mutex mu;
   Simulator sim;
-  // The symlinks met so far (path -> target), and every path already looked at for one.
-  std::map<std::string, std::string> met;
+  // The symlinks met so far (path -> the link's device, inode and change time), and every path
+  // already looked at for one. Their targets are read at the end (MetSymlinks): readlink sets
+  // a link's access time, which the program could see (cp -a copies it), and lstat does not.
+  struct Met {
+    dev_t dev;
+    ino_t ino;
+    struct timespec ctime;
+  };
+  std::map<std::string, Met> met;
   std::unordered_set<std::string> looked;
   explicit Impl(const std::string& cwd) : sim(cwd, nullptr, /*follow_all_clones=*/true) {}
 
@@ -1323,9 +1330,7 @@ struct ChangeTracker::Impl {
     if (path.empty() || path == "/" || !looked.insert(path).second) return;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
-    char buf[4096];
-    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
-    if (n > 0 && static_cast<size_t>(n) < sizeof buf) met.emplace(path, std::string(buf, n));
+    met.emplace(path, Met{st.st_dev, st.st_ino, st.st_ctim});
   }
 
   // The links a call's paths go through, and those a listing shows (DT_LNK), looked at once
@@ -1429,7 +1434,18 @@ void ChangeTracker::Observe(const SyscallEvent& ev) {
 std::vector<trace::MetSymlink> ChangeTracker::MetSymlinks() const {
   std::lock_guard lk(impl_->mu);
   std::vector<trace::MetSymlink> out;
-  for (const auto& [path, target] : impl_->met) out.push_back({path, target});
+  for (const auto& [path, m] : impl_->met) {
+    // Still the link that was met (not replaced or retargeted since): its target then is its
+    // target now.
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode) || st.st_dev != m.dev ||
+        st.st_ino != m.ino || st.st_ctim.tv_sec != m.ctime.tv_sec ||
+        st.st_ctim.tv_nsec != m.ctime.tv_nsec)
+      continue;
+    char buf[4096];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+    if (n > 0 && static_cast<size_t>(n) < sizeof buf) out.push_back({path, std::string(buf, n)});
+  }
   return out;
 }
 

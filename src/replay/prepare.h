@@ -85,8 +85,9 @@ class ChangeTracker {
   // Process pid's fd as the calls fed so far leave it: its absolute path and offset (reads and
   // seeks are among what Wants() names for this). False for an fd it never saw opened.
   bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const;
-  // The symlinks the calls went through or listed, as they were when first met (lstat and
-  // readlink on the live tree), sorted by path: for the trace, so --prepare can make them.
+  // The symlinks the calls went through or listed (lstat'ed when first met; their targets read
+  // now, for those still the same link), sorted by path: for the trace, so --prepare can make
+  // them. Call once the recording is over: readlink sets a link's access time.
   std::vector<trace::MetSymlink> MetSymlinks() const;
 
  private:

@@ -182,17 +182,54 @@ std::optional<std::string> FcntlArg(const decode::ArgContext& ctx, uint32_t cmd,
   }
 }
 
+// The reflink requests, which strace names with their btrfs aliases first.
+constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d, kFiDedupeRange = 0xc0189436;
+constexpr uint64_t kFionclex = 0x5450, kFioclex = 0x5451;
+
+std::optional<std::string> IoctlArg(const ArgContext& ctx, int i) {
+  const auto& a = ctx.ev.args;
+  if (i == 1) {
+    if (a[1] == kFiClone) return "BTRFS_IOC_CLONE or FICLONE";
+    if (a[1] == kFiCloneRange) return "BTRFS_IOC_CLONE_RANGE or FICLONERANGE";
+    if (a[1] == kFiDedupeRange) return "BTRFS_IOC_FILE_EXTENT_SAME or FIDEDUPERANGE";
+    return FormatEnum(ValueSet::kIoctlCmd, a[1]);
+  }
+  if (a[1] == kFioclex || a[1] == kFionclex) return std::nullopt;           // they take no argument
+  if (a[1] == kFiClone) return std::to_string(static_cast<int32_t>(a[2]));  // the source fd
+  return a[2] == 0 ? std::string("NULL") : fmt::format("{:#x}", a[2]);
+}
+
+// The xattr calls' value or list: only an address when the size is 0 (a call asking how much
+// room it needs) or the call failed, as strace prints it.
+bool XattrBufferIsAddress(std::string_view name, const SyscallEvent& ev, int i) {
+  bool list = name.size() >= 9 && name.substr(name.size() - 9) == "listxattr";
+  bool get = name.size() >= 8 && name.substr(name.size() - 8) == "getxattr";
+  int buf = list ? 1 : get ? 2 : -1;
+  if (i != buf) return false;
+  bool failed = ev.ret < 0 && ev.ret >= -4095;
+  return ev.args[buf + 1] == 0 || failed;
+}
+
 std::string FormatArgs(const ArgContext& ctx) {
   const SyscallEvent& ev = ctx.ev;
   const SyscallSignature& sig = ctx.sig;
   std::string name(sig.name);
   if (name == "clone") return FormatClone(ev);
   if (name == "futex") return FormatFutex(ev);
+  bool mknod = name == "mknod" || name == "mknodat";
   std::string out;
   for (int i = 0; i < sig.nargs; ++i) {
     const ArgSpec& a = sig.args[i];
     std::optional<std::string> text;
-    if (a.type == ArgType::kOpenMode) {
+    if (name == "ioctl" && i >= 1) {
+      text = IoctlArg(ctx, i);
+    } else if (mknod && i == sig.nargs - 1) {
+      // The device only for a device node, as makedev(major, minor).
+      uint32_t type = static_cast<uint32_t>(ev.args[i - 1]) & 0170000;
+      if (type == 0020000 || type == 0060000) text = decode::Makedev(ev.args[i]);
+    } else if (XattrBufferIsAddress(name, ev, i)) {
+      text = Scalar(ArgSpec{"", ArgType::kPtr}, ev.args[i]);
+    } else if (a.type == ArgType::kOpenMode) {
       // open's mode only exists when the flags ask for a new file.
       int flags_arg = i - 1;
       uint64_t flags = flags_arg >= 0 ? ev.args[flags_arg] : 0;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include <cstring>
 #include <vector>
 
@@ -66,13 +68,6 @@ std::string StMode(uint32_t mode) {
   return out;
 }
 
-std::string Makedev(uint64_t dev) {
-  uint64_t major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfffull);
-  uint64_t minor = (dev & 0xff) | ((dev >> 12) & ~0xffull);
-  auto hex = [](uint64_t v) { return v == 0 ? std::string("0") : fmt::format("{:#x}", v); };
-  return fmt::format("makedev({}, {})", hex(major), hex(minor));
-}
-
 std::string Timespec(const CapturedBuffer* b, size_t off, bool usec) {
   int64_t sec = Get<int64_t>(b, off), frac = Get<int64_t>(b, off + 8);
   if (!usec) {
@@ -80,6 +75,24 @@ std::string Timespec(const CapturedBuffer* b, size_t off, bool usec) {
     if (frac == 0x3ffffffe) return fmt::format("{{tv_sec={}, tv_nsec=UTIME_OMIT}}", sec);
   }
   return fmt::format("{{tv_sec={}, {}={}}}", sec, usec ? "tv_usec" : "tv_nsec", frac);
+}
+
+// utimensat's times as strace prints them: UTIME_NOW and UTIME_OMIT by name alone, and a time
+// with its date in a comment, in the local zone (TZ), nanoseconds when there are any.
+std::string TimespecUtime(const CapturedBuffer* b, size_t off) {
+  int64_t sec = Get<int64_t>(b, off), nsec = Get<int64_t>(b, off + 8);
+  if (nsec == 0x3fffffff) return "UTIME_NOW";
+  if (nsec == 0x3ffffffe) return "UTIME_OMIT";
+  std::string out = fmt::format("{{tv_sec={}, tv_nsec={}}}", sec, nsec);
+  time_t t = static_cast<time_t>(sec);
+  struct tm tm;
+  char date[64], zone[16];
+  if (!localtime_r(&t, &tm) || !strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm) ||
+      !strftime(zone, sizeof zone, "%z", &tm))
+    return out;
+  if (nsec > 0 && nsec < 1'000'000'000)
+    return fmt::format("{} /* {}.{:09}{} */", out, date, nsec, zone);
+  return fmt::format("{} /* {}{} */", out, date, zone);
 }
 
 std::string Rlim(uint64_t v) {
@@ -456,7 +469,7 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
     case ArgType::kTimeval:
       return Has(b, 16) ? Timespec(b, 0, true) : Addr(addr);
     case ArgType::kTimespec2:
-      return Has(b, 32) ? "[" + Timespec(b, 0, false) + ", " + Timespec(b, 16, false) + "]"
+      return Has(b, 32) ? "[" + TimespecUtime(b, 0) + ", " + TimespecUtime(b, 16) + "]"
                         : Addr(addr);
     case ArgType::kTimezone:
       return Has(b, 8) ? fmt::format("{{tz_minuteswest={}, tz_dsttime={}}}", Get<int32_t>(b, 0),
@@ -538,6 +551,13 @@ std::string ReturnSuffix(const ArgContext& ctx) {
     return Pollfds(out, true, ctx.opts.string_limit);
   }
   return {};
+}
+
+std::string Makedev(uint64_t dev) {
+  uint64_t major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfffull);
+  uint64_t minor = (dev & 0xff) | ((dev >> 12) & ~0xffull);
+  auto hex = [](uint64_t v) { return v == 0 ? std::string("0") : fmt::format("{:#x}", v); };
+  return fmt::format("makedev({}, {})", hex(major), hex(minor));
 }
 
 }  // namespace fay::decode

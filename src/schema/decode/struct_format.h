@@ -26,6 +26,9 @@ struct ArgContext {
 // "0644", "000", "S_IFREG|0644", "04755".
 std::string FormatMode(uint32_t mode);
 
+// A device number as strace prints it: makedev(0x8, 0x1).
+std::string Makedev(uint64_t dev);
+
 // Argument i of a memory ArgType; nullopt to leave the argument out.
 std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i);
 
