@@ -349,10 +349,17 @@ int Run(const ReplayCli& c) {
       r.recorded_ns / 1e9, r.recorded_ns ? static_cast<double>(r.wall_ns) / r.recorded_ns : 0.0,
       secs(t1 - t0), secs(t2 - t1));
   int code = r.mismatches ? 1 : 0;
-  // The end-state check: the tree the replay left against what the recording left.
+  // Files the program wrote through shared mappings get the content the recording kept of
+  // them (the calls hold none of it), then the end-state check: the tree the replay left
+  // against what the recording left.
+  auto reader = trace::Reader::Open(c.path);
+  const std::optional<trace::EndState>* es = reader.ok() ? &reader->end_state() : nullptr;
+  if (es && *es) {
+    if (uint64_t n = replay::RestoreKept(**es, *sandbox))
+      fmt::print("restored:   {} file{} written through a shared mapping, from the end state\n", n,
+                 n == 1 ? "" : "s");
+  }
   if (c.verify) {
-    auto reader = trace::Reader::Open(c.path);
-    const std::optional<trace::EndState>* es = reader.ok() ? &reader->end_state() : nullptr;
     if (!es || !*es) {
       fmt::print(
           "end state:  not in this trace (recorded with --no-end-state, cut short, or by "

@@ -120,6 +120,27 @@ bool Note(const Sandbox& sb, const std::string& path, uint8_t determined, trace:
   return HashContent(f.get(), &e->content);
 }
 
+// A file's whole content, when it is still `size` bytes.
+bool ReadWhole(const Sandbox& sb, const std::string& path, uint64_t size, std::string* out) {
+  int fd = sb.OpenAt(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  UniqueFd f(fd);
+  out->assign(size, '\0');
+  size_t at = 0;
+  while (at < size) {
+    ssize_t n = ::pread(f.get(), out->data() + at, size - at, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    at += static_cast<size_t>(n);
+  }
+  char extra;
+  if (at != size || ::pread(f.get(), &extra, 1, static_cast<off_t>(size)) != 0) {
+    out->clear();
+    return false;
+  }
+  return true;
+}
+
 std::string Hex(const trace::Hash128& h) {
   return trace::HashHex(h).substr(0, 12);
 }
@@ -172,12 +193,39 @@ trace::EndState NoteEndState(const Sandbox& sb, const std::vector<ChangedPath>& 
         static_cast<uint8_t>((c.content_known ? kEndContent : 0) | (c.mode_known ? kEndMode : 0) |
                              (c.xattrs_known ? kEndXattrs : 0));
     trace::EndEntry e;
-    if (Note(sb, c.path, determined, &e))
-      s.entries.push_back(std::move(e));
-    else
+    if (!Note(sb, c.path, determined, &e)) {
       ++s.skipped;
+      continue;
+    }
+    if (c.mapped && e.kind == trace::EndKind::kFile && e.size <= trace::kMaxKeptContent)
+      e.has_kept = ReadWhole(sb, c.path, e.size, &e.kept);
+    s.entries.push_back(std::move(e));
   }
   return s;
+}
+
+uint64_t RestoreKept(const trace::EndState& recorded, const Sandbox& sb) {
+  uint64_t restored = 0;
+  for (const trace::EndEntry& e : recorded.entries) {
+    if (!e.has_kept) continue;
+    // Only over the file the replay left there: a path it did not make stays as it is, and
+    // the comparison says so.
+    int fd = sb.OpenAt(e.path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd < 0) continue;
+    UniqueFd f(fd);
+    struct stat st;
+    if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::ftruncate(f.get(), static_cast<off_t>(e.kept.size())) != 0) continue;
+    size_t at = 0;
+    while (at < e.kept.size()) {
+      ssize_t n = ::pwrite(f.get(), e.kept.data() + at, e.kept.size() - at, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    if (at == e.kept.size()) ++restored;
+  }
+  return restored;
 }
 
 EndStateReport CompareEndState(const trace::EndState& recorded, const Sandbox& sb,

@@ -28,6 +28,10 @@ inline constexpr uint8_t kEndXattrs = 4;   // extended attributes (security.* ne
 // cannot be looked at (a permission, an I/O error) is counted in `skipped`, not noted.
 trace::EndState NoteEndState(const Sandbox& sb, const std::vector<ChangedPath>& paths);
 
+// Gives each file the end state kept whole (one written through a shared mapping, which no
+// call holds) that content, where the replay left a regular file at its path. The count.
+uint64_t RestoreKept(const trace::EndState& recorded, const Sandbox& sb);
+
 struct EndStateReport {
   uint64_t paths = 0;         // noted in the trace
   uint64_t identical = 0;     // every determined attribute equal

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ struct Node {
   bool borrowed = false;       // a rename or link target: its own state is its source's
   bool was_tentative = false;  // an O_CREAT open may have found it there: its start is unknown
   bool xattr_set = false;
+  bool mapped_shared = false;  // mapped MAP_SHARED with PROT_WRITE: written through memory
   bool borrowed_content = false, borrowed_mode = false;
   // Byte ranges [first, second) the trace wrote in place (write or pwrite at a known offset,
   // nothing truncated or replaced): outside them, later reads still show the original bytes,
@@ -632,6 +634,12 @@ void Simulator::NoteChange(const SyscallEvent& ev) {
       return;
     case sysno::fchmodat2:
       if (Node* n = mark(by_path(1, 0))) n->mode_set = true;
+      return;
+    case sysno::mmap:
+      // a[2] prot, a[3] flags, a[4] fd: a shared writable mapping of a file.
+      if ((a[2] & PROT_WRITE) && (a[3] & 0x0f) != MAP_PRIVATE && (a[3] & 0x0f) != 0 &&
+          !(a[3] & MAP_ANONYMOUS) && static_cast<int32_t>(a[4]) >= 0)
+        if (Node* n = mark(by_fd(a[4]))) n->mapped_shared = true;
       return;
     case sysno::rename:
     case sysno::link: {
@@ -1300,6 +1308,7 @@ std::vector<ChangedPath> Simulator::Changed() const {
     c.content_known = n.borrowed ? n.borrowed_content || n.emptied : created || n.emptied;
     c.mode_known = n.borrowed ? n.borrowed_mode || n.mode_set : created || n.mode_set;
     c.xattrs_known = (created && !n.borrowed) || n.xattr_set;
+    c.mapped = n.mapped_shared;
     out.push_back(std::move(c));
   }
   std::sort(out.begin(), out.end(),
@@ -1402,7 +1411,7 @@ bool Walked(int nr) {
                   sysno::link,      sysno::linkat,      sysno::symlink,      sysno::symlinkat,
                   sysno::mknod,     sysno::mknodat,     sysno::fchmodat2,    sysno::copy_file_range,
                   sysno::sendfile,  sysno::splice,      sysno::ioctl,        sysno::read,
-                  sysno::readv,     sysno::lseek})
+                  sysno::readv,     sysno::lseek,       sysno::mmap})
       w[static_cast<size_t>(n)] = true;
     return w;
   }();

@@ -70,6 +70,7 @@ struct ChangedPath {
   bool content_known = false;
   bool mode_known = false;
   bool xattrs_known = false;  // created by the trace, or its xattrs set or removed by it
+  bool mapped = false;        // mapped shared and writable: bytes may have come through memory
 };
 
 // The same walk over a recording as it happens (`fay record`): calls are fed as the recorder

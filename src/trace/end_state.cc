@@ -81,6 +81,10 @@ Status CheckEndState(const EndState& s) {
       return bad(i, e, "only a regular file has a size and content");
     if (e.kind != EndKind::kSymlink && !e.target.empty())
       return bad(i, e, "only a symlink has a target");
+    if ((e.has_kept || !e.kept.empty()) &&
+        (e.kind != EndKind::kFile || !e.has_kept || e.kept.size() != e.size ||
+         e.kept.size() > kMaxKeptContent))
+      return bad(i, e, "kept content only for a file, its whole size, at most 512 KiB");
     for (size_t j = 0; j < e.xattrs.size(); ++j) {
       if (e.xattrs[j].name.empty()) return bad(i, e, "an xattr without a name");
       if (j > 0 && !(e.xattrs[j - 1].name < e.xattrs[j].name))
@@ -124,6 +128,11 @@ std::string EncodeEndState(const EndState& s) {
       }
     }
     PutVarint(body, e.determined);
+    // Minor 5, after what a minor 4 reader reads: the kept content.
+    if (e.has_kept) {
+      PutVarint(body, 1);
+      PutString(body, e.kept);
+    }
     // Kind and length first, as event records have them: a later minor may add kinds and
     // append fields, and a reader steps over what it does not know.
     PutVarint(out, static_cast<uint64_t>(e.kind));
@@ -203,6 +212,16 @@ Expected<EndState> DecodeEndState(std::string_view payload) {
     uint64_t determined = 0;
     if (!b.Varint(&determined) || determined > 7) return bad("malformed determined bits");
     e.determined = static_cast<uint8_t>(determined);
+    uint64_t kept = 0;
+    if (b.remaining() > 0) {
+      if (!b.Varint(&kept)) return bad("malformed kept content");
+      if (kept == 1) {
+        if (e.kind != EndKind::kFile || !b.String(&e.kept) || e.kept.size() != e.size ||
+            e.kept.size() > kMaxKeptContent)
+          return bad("malformed kept content");
+        e.has_kept = true;
+      }
+    }
     // Bytes left in the body are fields a later minor appended.
   }
   // Minor 5: the symlinks met (none when the payload ends here).

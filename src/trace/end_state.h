@@ -39,8 +39,16 @@ struct EndEntry {
   // Which attributes the recording alone fixes, so a replay must reproduce them: bit 0 size and
   // content, bit 1 mode, bit 2 xattrs (replay/end_state_check.h). The rest were noted as found.
   uint8_t determined = 0;
+  // kFile, minor 5: the whole content, kept for a file the program wrote through a shared
+  // mapping (no call holds those bytes), so a replay can give the file what it held. At most
+  // kMaxKeptContent bytes, equal to size; absent (has_kept false) otherwise.
+  bool has_kept = false;
+  std::string kept;
   bool operator==(const EndEntry&) const = default;
 };
+
+// The most content an entry keeps: an entry stays within kMaxEndEntryRaw.
+inline constexpr uint64_t kMaxKeptContent = 512 << 10;
 
 // A symlink the recorded program met (resolved through, listed, stat'ed) before changing it:
 // what it pointed to then, noted when the recorder first met it. --prepare makes it as a

@@ -3,6 +3,7 @@
 //   mmap    creates FILE (0644), sizes it to 4096 and writes "through a shared mapping\n" at
 //           offset 0 through a MAP_SHARED mapping, then msync, munmap, close: the calls replay
 //           exactly, the bytes written through memory are in no call.
+//   mmapbig the same on a file of 1 MiB, more than the trace keeps of one (512 KiB).
 //   append  opens the existing FILE O_WRONLY|O_APPEND and writes "appended\n": the trace never
 //           sees what FILE held before.
 //   create  creates FILE (0640) with "created\n", makes FILE.dir (0750), renames FILE to
@@ -28,16 +29,17 @@ int main(int argc, char** argv) {
   }
   const char* mode = argv[1];
   const char* file = argv[2];
-  if (strcmp(mode, "mmap") == 0) {
+  if (strcmp(mode, "mmap") == 0 || strcmp(mode, "mmapbig") == 0) {
+    size_t size = strcmp(mode, "mmap") == 0 ? 4096 : 1 << 20;
     int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return fail("open");
-    if (ftruncate(fd, 4096) != 0) return fail("ftruncate");
-    char* p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ftruncate(fd, (off_t)size) != 0) return fail("ftruncate");
+    char* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) return fail("mmap");
     const char msg[] = "through a shared mapping\n";
     memcpy(p, msg, sizeof msg - 1);
-    if (msync(p, 4096, MS_SYNC) != 0) return fail("msync");
-    if (munmap(p, 4096) != 0) return fail("munmap");
+    if (msync(p, size, MS_SYNC) != 0) return fail("msync");
+    if (munmap(p, size) != 0) return fail("munmap");
     return close(fd) == 0 ? 0 : fail("close");
   }
   if (strcmp(mode, "append") == 0) {

@@ -598,5 +598,28 @@ TEST(EndStateCodecTest, MetSymlinksRoundTripAndBadOnesAreRefused) {
   EXPECT_NE(r.status().message().find("met symlink 1"), std::string::npos) << r.status().message();
 }
 
+TEST(EndStateCodecTest, KeptContentRoundTripsOnlyWholeAndOnAFile) {
+  EndState s;
+  EndEntry e;
+  e.path = "/mapped";
+  e.kind = EndKind::kFile;
+  e.size = 5;
+  e.determined = 3;
+  e.has_kept = true;
+  e.kept = "bytes";
+  s.entries.push_back(e);
+  ASSERT_TRUE(CheckEndState(s).ok());
+  auto got = DecodeEndState(EncodeEndState(s));
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, s);
+  EndState bad = s;
+  bad.entries[0].kept = "byte";  // not the whole file
+  EXPECT_FALSE(CheckEndState(bad).ok());
+  bad = s;
+  bad.entries[0].kind = EndKind::kDir;
+  bad.entries[0].size = 0;
+  EXPECT_FALSE(CheckEndState(bad).ok());
+}
+
 }  // namespace
 }  // namespace fay::trace
