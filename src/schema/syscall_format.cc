@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "schema/decode/struct_format.h"
 #include "schema/syscall_table.h"
@@ -182,6 +183,118 @@ std::optional<std::string> FcntlArg(const decode::ArgContext& ctx, uint32_t cmd,
   }
 }
 
+// Socket option names per level, as strace prints them (the common ones; others as numbers).
+std::string SockoptName(uint64_t level, uint64_t opt) {
+  struct Name {
+    uint32_t level, opt;
+    const char* name;
+  };
+  static constexpr Name kNames[] = {
+      {1, 1, "SO_DEBUG"},
+      {1, 2, "SO_REUSEADDR"},
+      {1, 3, "SO_TYPE"},
+      {1, 4, "SO_ERROR"},
+      {1, 5, "SO_DONTROUTE"},
+      {1, 6, "SO_BROADCAST"},
+      {1, 7, "SO_SNDBUF"},
+      {1, 8, "SO_RCVBUF"},
+      {1, 9, "SO_KEEPALIVE"},
+      {1, 10, "SO_OOBINLINE"},
+      {1, 11, "SO_NO_CHECK"},
+      {1, 12, "SO_PRIORITY"},
+      {1, 13, "SO_LINGER"},
+      {1, 15, "SO_REUSEPORT"},
+      {1, 16, "SO_PASSCRED"},
+      {1, 17, "SO_PEERCRED"},
+      {1, 18, "SO_RCVLOWAT"},
+      {1, 19, "SO_SNDLOWAT"},
+      {1, 20, "SO_RCVTIMEO_OLD"},
+      {1, 21, "SO_SNDTIMEO_OLD"},
+      {1, 25, "SO_BINDTODEVICE"},
+      {1, 26, "SO_ATTACH_FILTER"},
+      {1, 28, "SO_PEERNAME"},
+      {1, 30, "SO_ACCEPTCONN"},
+      {1, 31, "SO_PEERSEC"},
+      {1, 32, "SO_SNDBUFFORCE"},
+      {1, 33, "SO_RCVBUFFORCE"},
+      {1, 34, "SO_PASSSEC"},
+      {1, 36, "SO_MARK"},
+      {1, 38, "SO_PROTOCOL"},
+      {1, 39, "SO_DOMAIN"},
+      {1, 46, "SO_BUSY_POLL"},
+      {1, 49, "SO_INCOMING_CPU"},
+      {1, 50, "SO_ATTACH_BPF"},
+      {1, 60, "SO_ZEROCOPY"},
+      {6, 1, "TCP_NODELAY"},
+      {6, 2, "TCP_MAXSEG"},
+      {6, 3, "TCP_CORK"},
+      {6, 4, "TCP_KEEPIDLE"},
+      {6, 5, "TCP_KEEPINTVL"},
+      {6, 6, "TCP_KEEPCNT"},
+      {6, 7, "TCP_SYNCNT"},
+      {6, 8, "TCP_LINGER2"},
+      {6, 9, "TCP_DEFER_ACCEPT"},
+      {6, 10, "TCP_WINDOW_CLAMP"},
+      {6, 11, "TCP_INFO"},
+      {6, 12, "TCP_QUICKACK"},
+      {6, 13, "TCP_CONGESTION"},
+      {6, 18, "TCP_USER_TIMEOUT"},
+      {6, 23, "TCP_FASTOPEN"},
+      {6, 25, "TCP_NOTSENT_LOWAT"},
+      {0, 1, "IP_TOS"},
+      {0, 2, "IP_TTL"},
+      {0, 3, "IP_HDRINCL"},
+      {0, 4, "IP_OPTIONS"},
+      {0, 8, "IP_PKTINFO"},
+      {0, 10, "IP_MTU_DISCOVER"},
+      {0, 11, "IP_RECVERR"},
+      {0, 15, "IP_FREEBIND"},
+      {0, 19, "IP_TRANSPARENT"},
+      {0, 24, "IP_BIND_ADDRESS_NO_PORT"},
+      {0, 33, "IP_MULTICAST_TTL"},
+      {0, 34, "IP_MULTICAST_LOOP"},
+      {0, 35, "IP_ADD_MEMBERSHIP"},
+      {41, 16, "IPV6_UNICAST_HOPS"},
+      {41, 18, "IPV6_MULTICAST_HOPS"},
+      {41, 23, "IPV6_MTU_DISCOVER"},
+      {41, 25, "IPV6_RECVERR"},
+      {41, 26, "IPV6_V6ONLY"},
+      {41, 67, "IPV6_TCLASS"},
+  };
+  for (const Name& n : kNames)
+    if (n.level == static_cast<uint32_t>(level) && n.opt == static_cast<uint32_t>(opt))
+      return n.name;
+  return std::to_string(static_cast<int32_t>(opt));
+}
+
+// An option's value: an int as [N], a linger struct, a name as a string (TCP_CONGESTION,
+// SO_BINDTODEVICE); otherwise the bytes.
+std::optional<std::string> SockoptValue(const ArgContext& ctx, bool get) {
+  const SyscallEvent& ev = ctx.ev;
+  const CapturedBuffer* b = get ? ctx.Find(3, 0, BufferDir::kOut) : ctx.Find(3, 0, BufferDir::kIn);
+  if (!b || b->not_captured || ctx.Failed()) return std::nullopt;
+  std::span<const uint8_t> v = b->View();
+  uint32_t level = static_cast<uint32_t>(ev.args[1]), opt = static_cast<uint32_t>(ev.args[2]);
+  bool named = (level == 6 && opt == 13) || (level == 1 && opt == 25);
+  if (named) {
+    size_t n = 0;
+    while (n < v.size() && v[n] != 0) ++n;
+    return QuoteString(v.subspan(0, n), ctx.opts.string_limit, false, ctx.opts);
+  }
+  if (level == 1 && opt == 13 && v.size() == 8) {
+    int32_t on, linger;
+    std::memcpy(&on, v.data(), 4);
+    std::memcpy(&linger, v.data() + 4, 4);
+    return fmt::format("{{l_onoff={}, l_linger={}}}", on, linger);
+  }
+  if (v.size() == 4) {
+    int32_t i;
+    std::memcpy(&i, v.data(), 4);
+    return fmt::format("[{}]", i);
+  }
+  return std::nullopt;
+}
+
 // The reflink requests, which strace names with their btrfs aliases first.
 constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d, kFiDedupeRange = 0xc0189436;
 constexpr uint64_t kFionclex = 0x5450, kFioclex = 0x5451;
@@ -221,8 +334,12 @@ std::string FormatArgs(const ArgContext& ctx) {
   for (int i = 0; i < sig.nargs; ++i) {
     const ArgSpec& a = sig.args[i];
     std::optional<std::string> text;
+    bool sockopt = name == "setsockopt" || name == "getsockopt";
     if (name == "ioctl" && i >= 1) {
       text = IoctlArg(ctx, i);
+    } else if (sockopt && i == 2) {
+      text = SockoptName(ev.args[1], ev.args[2]);
+    } else if (sockopt && i == 3 && (text = SockoptValue(ctx, name == "getsockopt"))) {
     } else if (mknod && i == sig.nargs - 1) {
       // The device only for a device node, as makedev(major, minor).
       uint32_t type = static_cast<uint32_t>(ev.args[i - 1]) & 0170000;

@@ -206,13 +206,81 @@ std::string Statx(const CapturedBuffer* b) {
                      StMode(Get<uint16_t>(b, 28)), Get<uint64_t>(b, 40));
 }
 
+// A file system's magic number by its name in linux/magic.h, as strace prints it.
+std::string FsMagic(uint64_t m) {
+  static constexpr std::pair<uint32_t, const char*> kMagic[] = {
+      {0xef53, "EXT2_SUPER_MAGIC"},
+      {0x01021994, "TMPFS_MAGIC"},
+      {0x9fa0, "PROC_SUPER_MAGIC"},
+      {0x62656572, "SYSFS_MAGIC"},
+      {0x9123683e, "BTRFS_SUPER_MAGIC"},
+      {0x58465342, "XFS_SUPER_MAGIC"},
+      {0x794c7630, "OVERLAYFS_SUPER_MAGIC"},
+      {0x63677270, "CGROUP2_SUPER_MAGIC"},
+      {0x27e0eb, "CGROUP_SUPER_MAGIC"},
+      {0x1cd1, "DEVPTS_SUPER_MAGIC"},
+      {0x6969, "NFS_SUPER_MAGIC"},
+      {0x73717368, "SQUASHFS_MAGIC"},
+      {0x65735546, "FUSE_SUPER_MAGIC"},
+      {0x64626720, "DEBUGFS_MAGIC"},
+      {0x74726163, "TRACEFS_MAGIC"},
+      {0xcafe4a11, "BPF_FS_MAGIC"},
+      {0x01021997, "V9FS_MAGIC"},
+      {0x858458f6, "RAMFS_MAGIC"},
+      {0x73636673, "SECURITYFS_MAGIC"},
+      {0x4d44, "MSDOS_SUPER_MAGIC"},
+      {0x2011bab0, "EXFAT_SUPER_MAGIC"},
+      {0x5346544e, "NTFS_SB_MAGIC"},
+      {0x9660, "ISOFS_SUPER_MAGIC"},
+      {0xf2f52010, "F2FS_SUPER_MAGIC"},
+      {0x2fc12fc1, "ZFS_SUPER_MAGIC"},
+      {0x6e736673, "NSFS_MAGIC"},
+      {0x50495045, "PIPEFS_MAGIC"},
+      {0x534f434b, "SOCKFS_MAGIC"},
+      {0x42494e4d, "BINFMTFS_MAGIC"},
+      {0x19800202, "MQUEUE_MAGIC"},
+      {0x958458f6, "HUGETLBFS_MAGIC"},
+      {0x9fa2, "USBDEVICE_SUPER_MAGIC"},
+      {0x187, "AUTOFS_SUPER_MAGIC"},
+      {0xde5e81e4, "EFIVARFS_MAGIC"},
+      {0x6165676c, "PSTOREFS_MAGIC"},
+      {0x62646576, "BDEVFS_MAGIC"},
+      {0x43415d53, "SMB2_SUPER_MAGIC"},
+      {0xff534d42, "CIFS_SUPER_MAGIC"},
+      {0x5a3c69f0, "AAFS_MAGIC"},
+      {0x13661366, "BALLOON_KVM_MAGIC"},
+  };
+  for (const auto& [v, name] : kMagic)
+    if (v == static_cast<uint32_t>(m)) return name;
+  return fmt::format("{:#x}", m);
+}
+
+// statfs's f_flags (ST_* of sys/statvfs.h).
+std::string StFlags(uint64_t f) {
+  static constexpr std::pair<uint64_t, const char*> kFlags[] = {
+      {1, "ST_RDONLY"},      {2, "ST_NOSUID"},         {4, "ST_NODEV"},
+      {8, "ST_NOEXEC"},      {16, "ST_SYNCHRONOUS"},   {32, "ST_VALID"},
+      {64, "ST_MANDLOCK"},   {1024, "ST_NOATIME"},     {2048, "ST_NODIRATIME"},
+      {4096, "ST_RELATIME"}, {8192, "ST_NOSYMFOLLOW"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kFlags)
+    if (f & bit) {
+      out += (out.empty() ? "" : "|") + std::string(name);
+      f &= ~bit;
+    }
+  if (f) out += (out.empty() ? "" : "|") + fmt::format("{:#x}", f);
+  return out.empty() ? "0" : out;
+}
+
 std::string Statfs(const CapturedBuffer* b) {
   return fmt::format(
-      "{{f_type={:#x}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, "
-      "f_ffree={}, f_fsid={{val=[{:#x}, {:#x}]}}, f_namelen={}, f_frsize={}, f_flags={:#x}}}",
-      Get<uint64_t>(b, 0), Get<int64_t>(b, 8), Get<uint64_t>(b, 16), Get<uint64_t>(b, 24),
+      "{{f_type={}, f_bsize={}, f_blocks={}, f_bfree={}, f_bavail={}, f_files={}, "
+      "f_ffree={}, f_fsid={{val=[{:#x}, {:#x}]}}, f_namelen={}, f_frsize={}, f_flags={}}}",
+      FsMagic(Get<uint64_t>(b, 0)), Get<int64_t>(b, 8), Get<uint64_t>(b, 16), Get<uint64_t>(b, 24),
       Get<uint64_t>(b, 32), Get<uint64_t>(b, 40), Get<uint64_t>(b, 48), Get<uint32_t>(b, 56),
-      Get<uint32_t>(b, 60), Get<int64_t>(b, 64), Get<int64_t>(b, 72), Get<int64_t>(b, 80));
+      Get<uint32_t>(b, 60), Get<int64_t>(b, 64), Get<int64_t>(b, 72),
+      StFlags(Get<uint64_t>(b, 80)));
 }
 
 std::string Utsname(const CapturedBuffer* b, const FormatOptions& opts) {
@@ -375,8 +443,8 @@ std::string CloneArgs(const CapturedBuffer* b) {
     out += fmt::format(", child_tid={}", Addr(Get<uint64_t>(b, 16)));
   if (flags & 0x100000) out += fmt::format(", parent_tid={}", Addr(Get<uint64_t>(b, 24)));
   out += fmt::format(", exit_signal={}", SignalName(static_cast<int>(Get<uint64_t>(b, 32))));
-  out +=
-      fmt::format(", stack={}, stack_size={:#x}", Addr(Get<uint64_t>(b, 40)), Get<uint64_t>(b, 48));
+  out += fmt::format(", stack={}, stack_size={}", Addr(Get<uint64_t>(b, 40)),
+                     Get<uint64_t>(b, 48) ? fmt::format("{:#x}", Get<uint64_t>(b, 48)) : "0");
   if (flags & 0x80000) out += fmt::format(", tls={}", Addr(Get<uint64_t>(b, 56)));
   return out + "}";
 }

@@ -723,5 +723,69 @@ TEST(SyscallFormat, RestartAndUnknown) {
             "kexec_load(0x1, 0x2, 0, 0, 0, 0) = -1 EPERM (Operation not permitted)");
 }
 
+// Lines strace 6.1 printed for cp -a (tests/fidelity's cp scenario) and for a program making
+// the socket, statfs and ioctl calls below (issue 25's decoding list).
+TEST(SyscallFormat, StraceLevelDecodingOfCopiesAndOptions) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  {
+    Call c("utimensat");
+    struct timespec ts[2] = {{1577836800, 0}, {1795859426, 425563933}};
+    c.Args({static_cast<uint64_t>(-100), c.Str("dst/sub"), c.Put(ts, sizeof ts), 0});
+    EXPECT_EQ(Fmt(c.Run(0)),
+              Strace("1 utimensat(AT_FDCWD, \"dst/sub\", [{tv_sec=1577836800, tv_nsec=0} /* "
+                     "2020-01-01T00:00:00+0000 */, {tv_sec=1795859426, tv_nsec=425563933} /* "
+                     "2026-11-28T09:50:26.425563933+0000 */], 0) = 0"));
+  }
+  {
+    Call c("utimensat");
+    struct timespec ts[2] = {{0, 0x3ffffffe}, {0, 0x3fffffff}};
+    c.Args({3, 0, c.Put(ts, sizeof ts), 0});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 utimensat(3, NULL, [UTIME_OMIT, UTIME_NOW], 0) = 0"));
+  }
+  {
+    Call c("ioctl");
+    c.Args({4, 0x40049409, 3});
+    EXPECT_EQ(Fmt(c.Run(-95)), Strace("1 ioctl(4, BTRFS_IOC_CLONE or FICLONE, 3) = -1 "
+                                      "EOPNOTSUPP (Operation not supported)"));
+  }
+  {
+    Call c("ioctl");
+    c.Args({3, 0x5451, 0x7ffc0000});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 ioctl(3, FIOCLEX)                 = 0"));
+  }
+  {
+    Call c("mknodat");
+    c.Args({static_cast<uint64_t>(-100), c.Str("dst/fifo"), S_IFIFO | 0600, 0});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 mknodat(AT_FDCWD, \"dst/fifo\", S_IFIFO|0600) = 0"));
+  }
+  {
+    Call c("mknodat");
+    c.Args({static_cast<uint64_t>(-100), c.Str("null"), S_IFCHR | 0666, makedev(1, 3)});
+    EXPECT_EQ(Fmt(c.Run(0)),
+              Strace("1 mknodat(AT_FDCWD, \"null\", S_IFCHR|0666, makedev(0x1, 0x3)) = 0"));
+  }
+  {
+    Call c("llistxattr");
+    c.Args({c.Str("src/sub"), 0x7ffd1000, 0});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 llistxattr(\"src/sub\", 0x7ffd1000, 0) = 0"));
+  }
+  {
+    Call c("setsockopt");
+    int one = 1;
+    c.Args({4, 6, 1, c.Obj(one), 4});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 setsockopt(4, SOL_TCP, TCP_NODELAY, [1], 4) = 0"));
+  }
+  {
+    Call c("getsockopt");
+    int v = 0;
+    socklen_t len = 4;
+    uint64_t at = c.Obj(v);
+    c.Args({4, 1, 3, at, c.Obj(len)});
+    EXPECT_EQ(Fmt(c.Run(0, [&](FakeMemory& m) { m.At(at)[0] = 1; })),
+              Strace("1 getsockopt(4, SOL_SOCKET, SO_TYPE, [1], [4]) = 0"));
+  }
+}
+
 }  // namespace
 }  // namespace fay
