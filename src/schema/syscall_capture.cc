@@ -259,6 +259,8 @@ uint64_t FixedArgSize(ArgType type) {
       return 112;
     case ArgType::kSigaction:
       return 32;
+    case ArgType::kStackT:
+      return 24;
     case ArgType::kFdPair:
       return 8;
     case ArgType::kIntPtr:

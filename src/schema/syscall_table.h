@@ -111,6 +111,7 @@ enum class ArgType : uint8_t {
   kFdSet,       // fd_set (select), length from nfds
   kCloneArgs,   // struct clone_args
   kOpenHow,     // struct open_how
+  kStackT,      // stack_t (sigaltstack)
   kCount_,
 };
 

@@ -156,7 +156,11 @@ def setup_cp(work):
     os.symlink("f1", os.path.join(d, "link"))
     os.setxattr(os.path.join(d, "f2"), "user.fidelity", b"kept")
     age_tree(d)
-    return ["cp", "-a", "src", "dst"], None
+    os.makedirs(os.path.join(work, "dst"))
+    # Named one by one: cp would list src in the order the file system keeps its entries, which
+    # is not the same from one build of the tree to the next (sub holds one file).
+    names = ["f%d" % i for i in range(1, 7)] + ["sub", "fifo", "link"]
+    return ["cp", "-a"] + ["src/" + n for n in names] + ["dst"], None
 
 
 def setup_targz(work):

@@ -12,6 +12,10 @@
 namespace fay::decode {
 namespace {
 
+bool IsSelectOrPoll(std::string_view name) {
+  return name == "select" || name == "pselect6" || name == "poll" || name == "ppoll";
+}
+
 std::string Addr(uint64_t v) {
   return v == 0 ? "NULL" : fmt::format("{:#x}", v);
 }
@@ -490,6 +494,10 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
   BufferDir dir = a.dir == ArgDir::kIn ? BufferDir::kIn : BufferDir::kOut;
   const CapturedBuffer* b = a.dir == ArgDir::kInOut ? ctx.Latest(i, 0) : ctx.Find(i, 0, dir);
   if (a.dir == ArgDir::kInOut && ctx.Failed()) b = ctx.Find(i, 0, BufferDir::kIn);
+  // select's sets and the select and poll timeouts print as they went in; what came out is
+  // the return's suffix (ReturnSuffix).
+  if (a.dir == ArgDir::kInOut && IsSelectOrPoll(ctx.sig.name) && a.type != ArgType::kPollfd)
+    b = ctx.Find(i, 0, BufferDir::kIn);
   if (b == nullptr || b->not_captured) return Addr(addr);
   switch (a.type) {
     case ArgType::kPath:
@@ -578,6 +586,21 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
       return Has(b, 108) ? Sysinfo(b) : Addr(addr);
     case ArgType::kSigaction:
       return Has(b, 32) ? Sigaction(b) : Addr(addr);
+    case ArgType::kStackT: {
+      if (!Has(b, 24)) return Addr(addr);
+      uint32_t f = Get<uint32_t>(b, 8);
+      std::string flags;
+      for (auto [bit, name] : {std::pair<uint32_t, const char*>{1, "SS_ONSTACK"},
+                               {2, "SS_DISABLE"},
+                               {1u << 31, "SS_AUTODISARM"}})
+        if (f & bit) {
+          flags += (flags.empty() ? "" : "|") + std::string(name);
+          f &= ~bit;
+        }
+      if (f) flags += (flags.empty() ? "" : "|") + fmt::format("{:#x}", f);
+      return fmt::format("{{ss_sp={}, ss_flags={}, ss_size={}}}", Addr(Get<uint64_t>(b, 0)),
+                         flags.empty() ? "0" : flags, Get<uint64_t>(b, 16));
+    }
     case ArgType::kSigset:
       return Has(b, 1) ? Sigset(b) : Addr(addr);
     case ArgType::kFdPair:
@@ -612,13 +635,29 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
 
 std::string ReturnSuffix(const ArgContext& ctx) {
   std::string_view name = ctx.sig.name;
+  if (!IsSelectOrPoll(name)) return {};
+  if (ctx.ev.ret == 0) return "Timeout";
+  std::string out;
   if (name == "poll" || name == "ppoll") {
-    if (ctx.ev.ret == 0) return "Timeout";
-    const CapturedBuffer* out = ctx.Find(0, 0, BufferDir::kOut);
-    if (out == nullptr || out->not_captured) return {};
-    return Pollfds(out, true, ctx.opts.string_limit);
+    const CapturedBuffer* fds = ctx.Find(0, 0, BufferDir::kOut);
+    if (fds && !fds->not_captured) out = Pollfds(fds, true, ctx.opts.string_limit);
+  } else {
+    // The ready descriptors of each set: "in [5], out [1 2]".
+    static constexpr const char* kSets[] = {"in", "out", "except"};
+    for (int k = 0; k < 3; ++k) {
+      const CapturedBuffer* set = ctx.Find(k + 1, 0, BufferDir::kOut);
+      if (!set || set->not_captured) continue;
+      std::string fds = FdSet(set, static_cast<int32_t>(ctx.ev.args[0]));
+      if (fds == "[]") continue;
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", kSets[k], fds);
+    }
   }
-  return {};
+  // What was left of the timeout, which the kernel wrote back.
+  int t = name == "ppoll" ? 2 : name == "poll" ? -1 : 4;
+  const CapturedBuffer* left = t >= 0 ? ctx.Find(t, 0, BufferDir::kOut) : nullptr;
+  if (left && Has(left, 16))
+    out += fmt::format("{}left {}", out.empty() ? "" : ", ", Timespec(left, 0, name == "select"));
+  return out;
 }
 
 std::string Makedev(uint64_t dev) {

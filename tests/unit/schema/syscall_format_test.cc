@@ -785,6 +785,31 @@ TEST(SyscallFormat, StraceLevelDecodingOfCopiesAndOptions) {
     EXPECT_EQ(Fmt(c.Run(0, [&](FakeMemory& m) { m.At(at)[0] = 1; })),
               Strace("1 getsockopt(4, SOL_SOCKET, SO_TYPE, [1], [4]) = 0"));
   }
+  {
+    Call c("sigaltstack");
+    struct {
+      uint64_t sp;
+      int32_t flags, pad;
+      uint64_t size;
+    } ss{0x56233defa0e0, 0, 0, 65536};
+    c.Args({c.Obj(ss), 0});
+    EXPECT_EQ(Fmt(c.Run(0)),
+              Strace("1 sigaltstack({ss_sp=0x56233defa0e0, ss_flags=0, ss_size=65536}, NULL) = 0"));
+  }
+  {
+    // The sets and the timeout as they went in; what is ready and what is left after " = ".
+    Call c("pselect6");
+    uint64_t set = 1u << 5;
+    struct timespec t = {1, 0};
+    uint64_t rd = c.Obj(set), to = c.Obj(t);
+    c.Args({6, rd, 0, 0, to, 0x7ffd51a74e30});
+    SyscallEvent ev = c.Run(1, [&](FakeMemory& m) {
+      struct timespec left = {0, 999994830};
+      std::memcpy(m.At(to).data(), &left, sizeof left);
+    });
+    EXPECT_EQ(Fmt(ev), Strace("1 pselect6(6, [5], NULL, NULL, {tv_sec=1, tv_nsec=0}, "
+                              "0x7ffd51a74e30) = 1 (in [5], left {tv_sec=0, tv_nsec=999994830})"));
+  }
 }
 
 }  // namespace
