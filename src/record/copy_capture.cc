@@ -35,7 +35,8 @@ int CopySourceArg(int nr) {
   return -1;
 }
 
-bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uint64_t max_bytes) {
+bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, bool at_exit_stop,
+                       uint64_t max_bytes) {
   int src_arg = CopySourceArg(ev.nr);
   if (src_arg < 0 || ev.ret <= 0) return false;
   int off_arg = ev.nr == sysno::sendfile ? 2 : 1;
@@ -55,9 +56,15 @@ bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uin
     start = known->offset;
   }
   if (!start) return false;
+  // After the call (eBPF) the descriptor may be closed or another file's already: only the
+  // path the earlier calls opened is read then.
+  if (known == nullptr && !at_exit_stop) return false;
   // A new open of the same file, so the program's own offset is not moved. After the call the
   // fd may be closed or another file's already: the path the earlier calls opened is read.
   std::string from = known ? known->path : fmt::format("/proc/{}/fd/{}", tid, fd);
+  // A regular file only, looked at before it is opened: opening a device can act on it.
+  struct stat before;
+  if (::stat(from.c_str(), &before) != 0 || !S_ISREG(before.st_mode)) return false;
   // O_NOATIME: the read must not move the file's access time, which the program may look at
   // (the owner or CAP_FOWNER may ask; without it, the program's own copy set it already).
   int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
@@ -69,7 +76,10 @@ bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uin
   b.arg = static_cast<uint8_t>(src_arg);
   b.dir = BufferDir::kOut;
   b.length = moved;
-  uint64_t want = max_bytes ? std::min(moved, max_bytes) : moved;
+  // A copy moves up to 2 GiB a call: the recorder holds at most kMaxCopyCapture of it (the
+  // rest is marked cut, and the end-state check reports what the replay then misses).
+  uint64_t cap = max_bytes ? std::min(max_bytes, kMaxCopyCapture) : kMaxCopyCapture;
+  uint64_t want = std::min(moved, cap);
   b.bytes.resize(want);
   uint64_t got = 0;
   while (got < want) {

@@ -27,10 +27,15 @@ struct CopySource {
 // For a copy that moved bytes from a regular file: reads them and adds them to ev (at most
 // max_bytes, 0 for all; a cut buffer is marked truncated). Where they were read from is the
 // offset argument's value at entry, or, without one:
-//   - at the call's exit stop (ptrace, `known` null): the fd's offset less what the call moved,
-//     read through /proc/TID;
-//   - after it (eBPF): `known`, the path and offset the earlier calls give.
-// False when nothing was added (the source is gone, not a regular file, or not where it was).
-bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, uint64_t max_bytes);
+//   - at the call's exit stop (ptrace, `at_exit_stop`): the fd's offset less what the call
+//     moved, read through /proc/TID;
+//   - after it (eBPF): `known`, the path and offset the earlier calls give (without it, only
+//     a copy that names its offset, from the file the calls name; never /proc/TID/fd, which
+//     may be another file by then).
+// At most kMaxCopyCapture bytes a call. False when nothing was added (the source is gone, not a
+// regular file, or not where it was).
+inline constexpr uint64_t kMaxCopyCapture = 16 << 20;
+bool CaptureCopiedData(SyscallEvent& ev, pid_t tid, const CopySource* known, bool at_exit_stop,
+                       uint64_t max_bytes);
 
 }  // namespace fay::record

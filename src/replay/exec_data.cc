@@ -139,7 +139,7 @@ bool Executor::Read(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     out->ret = PipeExactly(*live, POLLIN, want, [&](uint64_t at, uint64_t n) -> int64_t {
       return Errno(::read(fd, buf + at, n));
     });
-  } else if (nr == sysno::read && ev.ret == 0 && (live->hidden_flags.load() & O_RDWR)) {
+  } else if (nr == sysno::read && ev.ret == 0 && live->accmode >= 0) {
     // A FIFO the replay opened read-write (Executor::Open) never reaches end-of-file, as the
     // replay holds a write end itself: the recorded end is an empty FIFO.
     out->ret = Errno(::read(fd, buf, count));

@@ -379,12 +379,10 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   int fifo_hidden = 0;
   bool may_block = !(flags & (O_NONBLOCK | O_PATH | O_DIRECTORY)) &&
                    (flags & O_ACCMODE) != O_RDWR && !((flags & O_CREAT) && (flags & O_EXCL));
+  int accmode = static_cast<int>(flags & O_ACCMODE);
   if (may_block && IsFifo(path)) {
     fifo_hidden = O_NONBLOCK;
-    if ((flags & O_ACCMODE) == O_RDONLY) {
-      flags |= O_RDWR;
-      fifo_hidden |= O_RDWR;
-    }
+    if ((flags & O_ACCMODE) == O_RDONLY) flags |= O_RDWR;
     flags |= O_NONBLOCK;
   }
   int fd;
@@ -414,6 +412,7 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   if (fifo_hidden) {
     live->is_pipe = true;
     live->hidden_flags |= fifo_hidden;
+    live->accmode = accmode;  // opened read-write, but the program asked for this
   }
   proc.Set(recorded, std::move(live), (flags & O_CLOEXEC) != 0);
   return true;
@@ -491,6 +490,7 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     case F_GETFL: {
       long r = ::fcntl(live->fd.get(), F_GETFL);
       if (r >= 0) r &= ~static_cast<long>(live->hidden_flags.load());
+      if (r >= 0 && live->accmode >= 0) r = (r & ~static_cast<long>(O_ACCMODE)) | live->accmode;
       out->ret = Errno(r);
       return true;
     }
@@ -499,7 +499,7 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
       // Live pipes stay non-blocking so that replay never hangs; F_GETFL shows what the
       // program asked for.
       if (live->is_pipe) {
-        int others = live->hidden_flags.load() & ~O_NONBLOCK;  // O_NOFOLLOW, a FIFO's O_RDWR
+        int others = live->hidden_flags.load() & ~O_NONBLOCK;  // O_NOFOLLOW
         live->hidden_flags = others | ((arg & O_NONBLOCK) ? 0 : O_NONBLOCK);
         arg |= O_NONBLOCK;
       }
@@ -509,9 +509,13 @@ bool Executor::Fcntl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
     case F_SETPIPE_SZ:
       // Emulated (the recorded result stands), but the live pipe gets at least that much room
       // too, with the margin Pipe gives.
-      if (live->is_pipe && ev.args[2] > kReplayPipeBytes / 16)
-        ::fcntl(live->fd.get(), F_SETPIPE_SZ,
-                static_cast<int>(std::min<uint64_t>(ev.args[2] * 16, 1u << 30)));
+      if (live->is_pipe && ev.args[2] > kReplayPipeBytes / 16) {
+        // As much as pipe-max-size and the user's budget allow, down to what was asked.
+        for (uint64_t k : {16, 4, 1})
+          if (::fcntl(live->fd.get(), F_SETPIPE_SZ,
+                      static_cast<int>(std::min<uint64_t>(ev.args[2] * k, 1u << 30))) >= 0)
+            break;
+      }
       return false;
     default:
       return false;  // locks, leases, seals, pipe sizes: emulated
@@ -535,7 +539,9 @@ bool Executor::Pipe(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   // fit fewer bytes, and a writer the recording let through then waits on a reader that the
   // schedule holds behind that very write (tar | gzip stalled, and came out misaligned).
   // Unused room costs nothing: pages are taken as they are written.
-  ::fcntl(fds[1], F_SETPIPE_SZ, kReplayPipeBytes);
+  // A user's pipes have a page budget (pipe-user-pages-soft): where 1 MiB is refused, less.
+  for (int room : {kReplayPipeBytes, 256 << 10, 128 << 10})
+    if (::fcntl(fds[1], F_SETPIPE_SZ, room) >= 0) break;
   for (int i = 0; i < 2; ++i) {
     auto live = std::make_shared<LiveFd>();
     live->fd.reset(fds[i]);

@@ -27,6 +27,9 @@ struct LiveFd {
   // pipes, O_NOFOLLOW from resolving the last component without following it): F_GETFL hides
   // them.
   std::atomic<int> hidden_flags{0};
+  // The access mode F_GETFL shows when the replay opened it with another (a FIFO, read-write so
+  // that it never blocks); -1 when it is the live one.
+  int accmode = -1;
 };
 
 struct FdEntry {

@@ -26,8 +26,9 @@
 namespace fay::replay {
 namespace {
 
-// The reflink ioctls (linux/fs.h), which replace a destination's data in the kernel.
-constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d, kFiDedupeRange = 0xc0189436;
+// The reflink ioctls (linux/fs.h), which replace a destination's data in the kernel (a dedupe,
+// FIDEDUPERANGE, changes no bytes).
+constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d;
 
 // Where --prepare keeps the extra hard links of files recorded with st_nlink > 1.
 constexpr const char* kLinkDir = "/.fay-prepare-links";
@@ -284,6 +285,11 @@ class Simulator {
     std::string p = PathOf(ev, path_arg, dirfd_arg);
     resolving_ = was;
     return p;
+  }
+  // Whether the trace made path (it was absent when the walk first met it).
+  bool CreatedByTrace(const std::string& path) const {
+    auto it = nodes_.find(path);
+    return it != nodes_.end() && it->second.state == State::kAbsent;
   }
   // What a live recording's fd is, for ChangeTracker::FileOf.
   bool FileOf(int32_t pid, int fd, std::string* path, uint64_t* offset) const {
@@ -630,7 +636,7 @@ void Simulator::NoteChange(const SyscallEvent& ev) {
       if (ev.ret > 0) mark(by_fd(a[0]));
       return;
     case sysno::ioctl:
-      if (a[1] == kFiClone || a[1] == kFiCloneRange || a[1] == kFiDedupeRange) mark(by_fd(a[0]));
+      if (a[1] == kFiClone || a[1] == kFiCloneRange) mark(by_fd(a[0]));
       return;
     case sysno::fchmodat2:
       if (Node* n = mark(by_path(1, 0))) n->mode_set = true;
@@ -935,7 +941,7 @@ void Simulator::Effect(const SyscallEvent& ev) {
     }
     case sysno::ioctl:
       // A reflink (cp --reflink, cp -a on btrfs or XFS) replaces the destination's data.
-      if (ok && (a[1] == kFiClone || a[1] == kFiCloneRange || a[1] == kFiDedupeRange)) {
+      if (ok && (a[1] == kFiClone || a[1] == kFiCloneRange)) {
         if (Node* n = node_of(static_cast<int>(a[0]))) {
           n->modified = true;
           n->tentative = false;
@@ -1336,6 +1342,8 @@ struct ChangeTracker::Impl {
   explicit Impl(const std::string& cwd) : sim(cwd, nullptr, /*follow_all_clones=*/true) {}
 
   void Look(const std::string& path) {
+    // A bound on what a long recording keeps: past it, paths are no longer looked at.
+    if (looked.size() >= (1u << 20) && !looked.count(path)) return;
     if (path.empty() || path == "/" || !looked.insert(path).second) return;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
@@ -1440,10 +1448,14 @@ void ChangeTracker::Observe(const SyscallEvent& ev) {
   if (Walked(ev.nr)) impl_->sim.Call(ev);
 }
 
-std::vector<trace::MetSymlink> ChangeTracker::MetSymlinks() const {
+std::vector<trace::MetSymlink> ChangeTracker::MetSymlinks(size_t max_bytes) const {
   std::lock_guard lk(impl_->mu);
   std::vector<trace::MetSymlink> out;
+  size_t bytes = 0;
   for (const auto& [path, m] : impl_->met) {
+    // A link the program made itself (or renamed there) is the trace's own: the eBPF recorder
+    // may look at a path only after a later call made it.
+    if (impl_->sim.CreatedByTrace(path)) continue;
     // Still the link that was met (not replaced or retargeted since): its target then is its
     // target now.
     struct stat st;
@@ -1453,7 +1465,10 @@ std::vector<trace::MetSymlink> ChangeTracker::MetSymlinks() const {
       continue;
     char buf[4096];
     ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
-    if (n > 0 && static_cast<size_t>(n) < sizeof buf) out.push_back({path, std::string(buf, n)});
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) continue;
+    bytes += path.size() + static_cast<size_t>(n) + 4;
+    if (bytes > max_bytes) break;
+    out.push_back({path, std::string(buf, static_cast<size_t>(n))});
   }
   return out;
 }

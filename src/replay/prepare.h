@@ -89,7 +89,8 @@ class ChangeTracker {
   // The symlinks the calls went through or listed (lstat'ed when first met; their targets read
   // now, for those still the same link), sorted by path: for the trace, so --prepare can make
   // them. Call once the recording is over: readlink sets a link's access time.
-  std::vector<trace::MetSymlink> MetSymlinks() const;
+  // At most max_bytes of paths and targets: the end state's chunk has a bound (FORMAT.md 4.1).
+  std::vector<trace::MetSymlink> MetSymlinks(size_t max_bytes = 512 << 10) const;
 
  private:
   struct Impl;

@@ -11,6 +11,8 @@
 #include "trace/bytes.h"
 #include "trace/crc32c.h"
 #include "trace/end_state.h"
+
+#include <algorithm>
 #include "trace/file_io.h"
 #include "trace/reader.h"
 #include "trace/zstd_codec.h"
@@ -115,7 +117,9 @@ Status AppendEndState(const std::string& path, const EndState& s) {
   // Step 1, to a footer-less trace: every state a crash can leave from here on is one the
   // recovery rules read (FORMAT.md 7.4), with every recorded event. Writing over the footer in
   // place instead could leave the old trailer pointing at the new chunk: damage, not a cut.
-  const uint16_t need = s.symlinks.empty() ? kEndStateMinor : kMetSymlinksMinor;
+  bool kept =
+      std::any_of(s.entries.begin(), s.entries.end(), [](const EndEntry& e) { return e.has_kept; });
+  const uint16_t need = s.symlinks.empty() && !kept ? kEndStateMinor : kMetSymlinksMinor;
   if (r.version_minor() < need) {
     uint8_t minor[2];
     minor[0] = static_cast<uint8_t>(need);

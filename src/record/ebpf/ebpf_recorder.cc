@@ -694,15 +694,13 @@ void EbpfRecorder::Deliver(Lane& l) {
   for (SyscallEvent& ev : sc) {
     // An in-kernel copy's data is read here, after the call, from the file the calls before it
     // name, at the offset they leave (the observer follows both; they are fed in order, so it
-    // has seen those calls and not yet this one). Without an observer (--no-end-state) only a
-    // copy that names its offset is captured.
+    // has seen those calls and not yet this one). Without an observer (--no-end-state) none
+    // is captured: the descriptor may name another file by now.
     if (int src = CopySourceArg(ev.nr); src >= 0 && ev.ret > 0) {
       CopySource known;
-      int off_arg = ev.nr == sysno::sendfile ? 2 : 1;
       bool have = opt_.observer && opt_.observer->FileOf(ev.pid, static_cast<int>(ev.args[src]),
                                                          &known.path, &known.offset);
-      if (have || ev.args[off_arg] != 0)
-        CaptureCopiedData(ev, ev.tid, have ? &known : nullptr, opt_.max_buffer);
+      if (have) CaptureCopiedData(ev, ev.tid, &known, false, opt_.max_buffer);
     }
     if (opt_.observer && opt_.observer->Wants(ev.nr)) opt_.observer->Observe(ev);
   }

@@ -321,7 +321,7 @@ void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
       ProcessVmMemory mem(tid);
       CaptureAtExit(ev.nr, ev.args, ev.ret, mem, opt_.max_buffer, &ev.buffers);
       // Stopped at the exit, the fd's offset is the call's own: the copy's source is exact.
-      if (CopySourceArg(ev.nr) >= 0) CaptureCopiedData(ev, tid, nullptr, opt_.max_buffer);
+      if (CopySourceArg(ev.nr) >= 0) CaptureCopiedData(ev, tid, nullptr, true, opt_.max_buffer);
       int nr = ev.nr;
       int64_t ret = ev.ret;
       // Calls that change what later events carry (read while the thread is still stopped).
