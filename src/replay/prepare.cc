@@ -867,12 +867,17 @@ void Simulator::Effect(const SyscallEvent& ev) {
       return;
     }
     case sysno::mkdir:
-    case sysno::mkdirat: {
-      bool at = ev.nr == sysno::mkdirat;
+    case sysno::mkdirat:
+    case sysno::mknod:
+    case sysno::mknodat: {
+      // mknod: a FIFO, socket or regular file the trace made (a device is never replayed).
+      bool at = ev.nr == sysno::mkdirat || ev.nr == sysno::mknodat;
+      Kind kind = ev.nr == sysno::mkdir || ev.nr == sysno::mkdirat ? Kind::kDir : Kind::kFile;
       std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
       if (path.empty()) return;
-      if (ok) Created(path, Kind::kDir);
-      if (ev.ret == -EEXIST) Observe(path, true, Kind::kDir);
+      if (ok) Created(path, kind);
+      // EEXIST says something is there; only mkdir's guess of a directory was ever kept.
+      if (ev.ret == -EEXIST) Observe(path, true, kind == Kind::kDir ? kind : Kind::kUnknown);
       return;
     }
     case sysno::rmdir:
@@ -900,16 +905,6 @@ void Simulator::Effect(const SyscallEvent& ev) {
       path_call(at ? 1 : 0, at ? 0 : -1, Kind::kFile);
       std::string to = PathOf(ev, at ? 3 : 1, at ? 2 : -1);
       if (!to.empty() && ok) Created(to, Kind::kFile);
-      return;
-    }
-    case sysno::mknod:
-    case sysno::mknodat: {
-      // A FIFO, socket or regular file the trace made (a device is never replayed).
-      bool at = ev.nr == sysno::mknodat;
-      std::string path = PathOf(ev, at ? 1 : 0, at ? 0 : -1);
-      if (path.empty()) return;
-      if (ok) Created(path, Kind::kFile);
-      if (ev.ret == -EEXIST) Observe(path, true);
       return;
     }
     case sysno::copy_file_range:
