@@ -131,6 +131,9 @@ int Run(const ReplayCli& c) {
     fmt::print(stderr, "fay replay: {}\n", verdict.status().message());
     return 1;
   }
+  // A root that starts empty holds no FIFO until --prepare or the replay makes one: the replay
+  // then need not look at what it opens first.
+  if (verdict->empty) sandbox->SetMayHoldFifos(false);
   // The mark that lets a later replay into this root through, written just before the first
   // thing is made in it (a trace that does not load leaves the root as it was).
   std::once_flag marked;

@@ -296,6 +296,7 @@ bool Executor::PathOp(const SyscallEvent& ev, ProcessState& proc, Outcome* out) 
       int r = entry(at ? 0 : -1, at ? 1 : 0, &pn);
       if (emulate) return false;
       mode_t perm = static_cast<mode_t>(Withhold(mode & 07777, out)) & ~proc.umask();
+      if (type == S_IFIFO) sandbox_.SetMayHoldFifos(true);  // before it exists
       out->ret = r < 0 ? r : Errno(::mknodat(pn.dir(), pn.name.c_str(), type | perm, 0));
       return true;
     }

@@ -380,7 +380,7 @@ bool Executor::Open(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   bool may_block = !(flags & (O_NONBLOCK | O_PATH | O_DIRECTORY)) &&
                    (flags & O_ACCMODE) != O_RDWR && !((flags & O_CREAT) && (flags & O_EXCL));
   int accmode = static_cast<int>(flags & O_ACCMODE);
-  if (may_block && IsFifo(path)) {
+  if (may_block && sandbox_.MayHoldFifos() && IsFifo(path)) {
     fifo_hidden = O_NONBLOCK;
     if ((flags & O_ACCMODE) == O_RDONLY) flags |= O_RDWR;
     flags |= O_NONBLOCK;

@@ -1079,6 +1079,7 @@ Status Make(const MakeContext& cx, const std::string& path, const Node& n, bool 
   if (n.have_stat && n.kind != Kind::kDir && (S_ISFIFO(n.mode) || S_ISSOCK(n.mode))) {
     // A FIFO or a socket's name: harmless to make, and the replay opens a FIFO without
     // blocking (Executor::Open).
+    if (S_ISFIFO(n.mode)) sb.SetMayHoldFifos(true);
     if (::mknodat(dir, name, (n.mode & S_IFMT) | 0600, 0) != 0) {
       if (errno != EEXIST) return ErrnoError("--prepare: mknod " + path);
       ++st->existing;

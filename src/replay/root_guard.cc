@@ -97,8 +97,8 @@ Expected<RootVerdict> CheckRoot(const Sandbox& sandbox, const std::string& given
     }
   }
   ::closedir(d);
-  if (entries == 0 || marked) return RootVerdict{true};
-  if (allow_nonempty) return RootVerdict{false};
+  if (entries == 0 || marked) return RootVerdict{true, entries == 0};
+  if (allow_nonempty) return RootVerdict{false, false};
   return Error(Code::kInvalidArgument,
                fmt::format("--root {}: refused: it is not empty ({} entr{}, such as '{}') and has "
                            "no {}, the mark fay replay leaves in a root it replayed into; the "

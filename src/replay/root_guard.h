@@ -22,7 +22,8 @@ namespace fay::replay {
 inline constexpr const char* kRootMarker = ".fay-replay-root";
 
 struct RootVerdict {
-  bool mark = false;  // empty, or marked already: write (or keep) the marker
+  bool mark = false;   // empty, or marked already: write (or keep) the marker
+  bool empty = false;  // nothing in it: what it will hold, --prepare and the replay make
 };
 
 // `given` is the --root argument as the user typed it (for the messages).

@@ -81,6 +81,11 @@ class Sandbox {
   int Parent(std::string_view path, ParentAndName* out, ParentCache* cache = nullptr) const;
   // The generation ParentCaches share.
   std::atomic<uint64_t>* generation() const { return generation_.get(); }
+  // Whether the root may hold a FIFO, whose open the replay must not block on (Executor::Open
+  // looks before every open then). True unless the caller knows the root started empty; then
+  // --prepare and a replayed mknod say when they make one.
+  bool MayHoldFifos() const { return fifos_->load(std::memory_order_relaxed); }
+  void SetMayHoldFifos(bool may) const { fifos_->store(may, std::memory_order_relaxed); }
 
   // The root-relative path of a live fd (from /proc/self/fd), "/" for the root itself; empty
   // when the fd is not beneath the root (which cannot happen for fds opened through this class).
@@ -92,6 +97,7 @@ class Sandbox {
   std::string root_path_;
   std::unique_ptr<std::atomic<uint64_t>> generation_ = std::make_unique<std::atomic<uint64_t>>(
       0);  // canonical absolute path of the root, no trailing slash
+  std::unique_ptr<std::atomic<bool>> fifos_ = std::make_unique<std::atomic<bool>>(true);
 };
 
 // Joins base (root-relative, e.g. the cwd) with path: absolute paths stand alone. No
