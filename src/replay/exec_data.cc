@@ -17,6 +17,7 @@
 #include "replay/executor.h"
 #include "replay/verify.h"
 #include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
 
 namespace fay::replay {
 namespace {
@@ -300,7 +301,6 @@ bool Executor::Copy(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
 
 bool Executor::Ioctl(const SyscallEvent& ev, ProcessState& proc, Outcome* out) {
   // Only the reflinks, which change a file: every other request is emulated.
-  constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d;
   const auto& a = ev.args;
   if (a[1] != kFiClone && a[1] != kFiCloneRange) return false;
   auto to = proc.Get(static_cast<int>(a[0]));

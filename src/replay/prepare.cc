@@ -22,13 +22,10 @@
 
 #include "replay/executor.h"
 #include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
 
 namespace fay::replay {
 namespace {
-
-// The reflink ioctls (linux/fs.h), which replace a destination's data in the kernel (a dedupe,
-// FIDEDUPERANGE, changes no bytes).
-constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d;
 
 // Where --prepare keeps the extra hard links of files recorded with st_nlink > 1.
 constexpr const char* kLinkDir = "/.fay-prepare-links";
@@ -959,25 +956,15 @@ void Simulator::Effect(const SyscallEvent& ev) {
       dir.kind = Kind::kDir;
       const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
       if (!b) return;
-      const uint8_t* d = b->View().data();
-      size_t at = 0, n = b->View().size();
-      while (at + 19 <= n) {
-        uint16_t reclen;
-        std::memcpy(&reclen, d + at + 16, 2);
-        if (reclen < 19 || at + reclen > n) break;
-        std::string name(reinterpret_cast<const char*>(d + at + 19),
-                         strnlen(reinterpret_cast<const char*>(d + at + 19), reclen - 19));
-        uint8_t type = d[at + 18];
-        at += reclen;
-        if (name == "." || name == ".." || name.empty()) continue;
+      ForEachDirent(b->View(), [&](std::string_view name, uint8_t type) {
+        if (name == "." || name == ".." || name.empty()) return;
         Kind kind = type == DT_DIR ? Kind::kDir : type == DT_LNK ? Kind::kSymlink : Kind::kFile;
-        std::string child = r->path == "/" ? "/" + name : r->path + "/" + name;
-        Node& c = Touch(child);
+        Node& c = Touch(JoinPath(r->path, name));
         if (c.state == State::kUnknown) {
           c.state = State::kPre;
           c.kind = kind;
         }
-      }
+      });
       return;
     }
     case sysno::chdir:
@@ -1334,16 +1321,24 @@ struct ChangeTracker::Impl {
     struct timespec ctime;
   };
   std::map<std::string, Met> met;
-  std::unordered_set<std::string> looked;
+  // Looked up by string_view: every call's path prefixes are asked for, nearly all seen before,
+  // and none of those should cost an allocation.
+  struct ViewHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_set<std::string, ViewHash, std::equal_to<>> looked;
   explicit Impl(const std::string& cwd) : sim(cwd, nullptr, /*follow_all_clones=*/true) {}
 
-  void Look(const std::string& path) {
+  void Look(std::string_view path) {
+    if (path.empty() || path == "/" || looked.find(path) != looked.end()) return;
     // A bound on what a long recording keeps: past it, paths are no longer looked at.
-    if (looked.size() >= (1u << 20) && !looked.count(path)) return;
-    if (path.empty() || path == "/" || !looked.insert(path).second) return;
+    if (looked.size() >= (1u << 20)) return;
+    std::string p(path);
+    looked.insert(p);
     struct stat st;
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
-    met.emplace(path, Met{st.st_dev, st.st_ino, st.st_ctim});
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return;
+    met.emplace(std::move(p), Met{st.st_dev, st.st_ino, st.st_ctim});
   }
 
   // The links a call's paths go through, and those a listing shows (DT_LNK), looked at once
@@ -1356,17 +1351,9 @@ struct ChangeTracker::Impl {
       const CapturedBuffer* b = FindBuffer(ev, 1, 0, BufferDir::kOut);
       if (!b || Failed(ev.ret) || !sim.FileOf(ev.pid, static_cast<int>(ev.args[0]), &dir, &offset))
         return;
-      std::span<const uint8_t> d = b->View();
-      for (size_t at = 0; at + 19 <= d.size();) {
-        uint16_t reclen;
-        std::memcpy(&reclen, d.data() + at + 16, 2);
-        if (reclen < 19 || at + reclen > d.size()) break;
-        const char* name = reinterpret_cast<const char*>(d.data() + at + 19);
-        std::string child(name, strnlen(name, reclen - 19u));
-        if (d[at + 18] == DT_LNK && !child.empty())
-          Look(dir == "/" ? "/" + child : dir + "/" + child);
-        at += reclen;
-      }
+      ForEachDirent(b->View(), [&](std::string_view name, uint8_t type) {
+        if (type == DT_LNK && !name.empty()) Look(JoinPath(dir, name));
+      });
       return;
     }
     const SyscallSignature& sig = Signature(ev.nr);
@@ -1377,7 +1364,7 @@ struct ChangeTracker::Impl {
       int dirfd = i > 0 && sig.args[i - 1].type == ArgType::kDirfd ? i - 1 : -1;
       std::string path = sim.NamedPath(ev, i, dirfd);
       for (size_t end = path.find('/', 1); end != std::string::npos; end = path.find('/', end + 1))
-        Look(path.substr(0, end));
+        Look(std::string_view(path).substr(0, end));
       Look(path);
     }
   }

@@ -13,21 +13,9 @@
 namespace fay::replay {
 namespace {
 
-// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name[].
-constexpr size_t kDirentHeader = 19;
-
 std::vector<std::pair<std::string, uint8_t>> Dirents(const uint8_t* p, size_t n) {
   std::vector<std::pair<std::string, uint8_t>> out;
-  size_t at = 0;
-  while (at + kDirentHeader <= n) {
-    uint16_t reclen;
-    std::memcpy(&reclen, p + at + 16, 2);
-    if (reclen < kDirentHeader || at + reclen > n) break;
-    const char* name = reinterpret_cast<const char*>(p + at + kDirentHeader);
-    size_t len = strnlen(name, reclen - kDirentHeader);
-    out.emplace_back(std::string(name, len), p[at + 18]);
-    at += reclen;
-  }
+  ForEachDirent({p, n}, [&](std::string_view name, uint8_t type) { out.emplace_back(name, type); });
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -20,10 +20,13 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "schema/syscall_event.h"
@@ -56,6 +59,21 @@ class PreparedDiffs {
 // `prepared` expects sets *as_prepared and returns "".
 std::string CompareBytes(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
 std::string CompareDirents(const CapturedBuffer& recorded, const uint8_t* live, size_t n);
+
+// Calls fn(name, d_type) for each struct linux_dirent64 (d_ino u64, d_off s64, d_reclen u16,
+// d_type u8, d_name[]) in d, in order; stops at a record that does not fit.
+template <typename F>
+void ForEachDirent(std::span<const uint8_t> d, F&& fn) {
+  constexpr size_t kHeader = 19;
+  for (size_t at = 0; at + kHeader <= d.size();) {
+    uint16_t reclen;
+    std::memcpy(&reclen, d.data() + at + 16, 2);
+    if (reclen < kHeader || at + reclen > d.size()) return;
+    const char* name = reinterpret_cast<const char*>(d.data() + at + kHeader);
+    fn(std::string_view(name, strnlen(name, reclen - kHeader)), d[at + 18]);
+    at += reclen;
+  }
+}
 std::string CompareStat(const CapturedBuffer& recorded, const struct stat& live,
                         const PreparedDiffs* prepared = nullptr, bool* as_prepared = nullptr);
 std::string CompareStatx(const CapturedBuffer& recorded, const struct statx& live,

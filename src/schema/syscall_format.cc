@@ -295,10 +295,7 @@ std::optional<std::string> SockoptValue(const ArgContext& ctx, bool get) {
   return std::nullopt;
 }
 
-// The reflink requests, which strace names with their btrfs aliases first.
-constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d, kFiDedupeRange = 0xc0189436;
-constexpr uint64_t kFionclex = 0x5450, kFioclex = 0x5451;
-
+// strace names the reflink requests with their btrfs aliases first.
 std::optional<std::string> IoctlArg(const ArgContext& ctx, int i) {
   const auto& a = ctx.ev.args;
   if (i == 1) {

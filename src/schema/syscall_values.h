@@ -42,6 +42,12 @@ std::string SignalShortName(int sig);
 inline constexpr int kERestartSys = 512, kERestartNoIntr = 513, kERestartNoHand = 514,
                      kENoIoctlCmd = 515, kERestartRestartBlock = 516;
 
+// ioctl requests fay acts on (linux/fs.h, asm-generic/ioctls.h): the reflinks, which replace a
+// destination's data in the kernel (a dedupe changes no bytes), and the close-on-exec pair,
+// which takes no argument.
+inline constexpr uint64_t kFiClone = 0x40049409, kFiCloneRange = 0x4020940d,
+                          kFiDedupeRange = 0xc0189436, kFionclex = 0x5450, kFioclex = 0x5451;
+
 // "ENOENT", and the restart codes strace shows (ERESTARTSYS, ...); empty when unknown.
 std::string_view ErrnoName(int err);
 // "No such file or directory"; strace's wording for the restart codes.

@@ -31,6 +31,13 @@ using testing::Stream;
 
 const char* const kFixture = FAY_SOURCE_DIR "/tests/unit/trace/fixtures/v1.fay";
 
+// Where the trace's last chunk (its footer, in a complete one) starts.
+uint64_t LastChunkAt(const std::string& path) {
+  auto r = Reader::Open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? r->last_chunk_offset() : 0;
+}
+
 Hash128 HashOf(std::string_view s) {
   return HashBlob(s.data(), s.size());
 }
@@ -430,20 +437,10 @@ TEST(AppendEndStateTest, CrashAnywhereLeavesAReadableTruncatedTrace) {
   std::string path = dir.File("t.fay");
   Stream stream = MakeStream(500, 6);
   WriteTrace(path, stream);
-  uint64_t footer_at;
-  {
-    auto r = Reader::Open(path);
-    ASSERT_TRUE(r.ok());
-    footer_at = r->last_chunk_offset();
-  }
+  uint64_t footer_at = LastChunkAt(path);
   ASSERT_TRUE(AppendEndState(path, SampleState()).ok());
   std::string whole = Slurp(path);
-  uint64_t end_state_end;
-  {
-    auto r = Reader::Open(path);
-    ASSERT_TRUE(r.ok());
-    end_state_end = r->last_chunk_offset();  // the footer's, right after the end state
-  }
+  uint64_t end_state_end = LastChunkAt(path);  // the footer's, right after the end state
   std::vector<uint64_t> cuts;
   for (uint64_t n = footer_at; n < whole.size(); n += n < end_state_end + 64 ? 7 : 301)
     cuts.push_back(n);
@@ -483,12 +480,7 @@ TEST(ReaderEndStateTest, CorruptChunkLeavesTheEventsReadable) {
   std::string path = dir.File("t.fay");
   Stream stream = MakeStream(300, 8);
   WriteTrace(path, stream);
-  uint64_t end_state_at;
-  {
-    auto r = Reader::Open(path);
-    ASSERT_TRUE(r.ok());
-    end_state_at = r->last_chunk_offset();
-  }
+  uint64_t end_state_at = LastChunkAt(path);
   ASSERT_TRUE(AppendEndState(path, SampleState()).ok());
   std::string f = Slurp(path);
   f[end_state_at + kChunkHeaderSize + 5] ^= 0x40;
