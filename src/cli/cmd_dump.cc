@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "schema/decode/siginfo.h"
 #include "schema/syscall_format.h"
 #include "schema/syscall_set.h"
 #include "trace/reader.h"
@@ -108,7 +109,16 @@ int Run(const DumpOptions& o) {
         std::fwrite(line.data(), 1, line.size(), stdout);
       },
       [&](const ProcessEvent& ev) {
-        if (ev.kind != ProcessEventKind::kExit || !Wanted(o.pids, ev.pid)) return;
+        if (!Wanted(o.pids, ev.pid)) return;
+        if (ev.kind == ProcessEventKind::kSignal) {
+          // strace -e trace= narrows the calls, not the signals.
+          prefix(ev.tid, ev.time_ns);
+          line += SignalLine(ev.signo, ev.siginfo);
+          line += '\n';
+          std::fwrite(line.data(), 1, line.size(), stdout);
+          return;
+        }
+        if (ev.kind != ProcessEventKind::kExit) return;
         prefix(ev.tid, ev.time_ns);
         line += ExitLine(ev.exit_status);
         line += '\n';

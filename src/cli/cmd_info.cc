@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "schema/syscall_table.h"
+#include "schema/syscall_values.h"
 #include "trace/reader.h"
 
 namespace fay::cli {
@@ -81,6 +82,7 @@ struct Summary {
   uint64_t truncated_buffers = 0;
   uint64_t not_captured_buffers = 0;
   uint64_t forks = 0, execs = 0, exits = 0;
+  std::map<int, uint64_t> signals;  // delivered, by signal
 
   void Time(uint64_t a, uint64_t b) {
     first_ns = std::min(first_ns, a);
@@ -135,6 +137,15 @@ void Print(const trace::Reader& r, const Summary& s) {
   row("threads", fmt::format("{}{}{}", s.tids.size(), s.tids.empty() ? "" : ": ", IdList(s.tids)));
   row("process events",
       fmt::format("{} forks/clones, {} execs, {} exits", s.forks, s.execs, s.exits));
+  {
+    uint64_t total = 0;
+    std::string names;
+    for (const auto& [sig, n] : s.signals) {
+      total += n;
+      names += fmt::format("{}{} {}", names.empty() ? " (" : ", ", SignalName(sig), n);
+    }
+    row("signals delivered", fmt::format("{}{}", total, names.empty() ? "" : names + ")"));
+  }
   row("syscalls",
       fmt::format("{} ({} failed, {} never returned)", s.syscalls, s.error_total, s.no_exit));
   row("bytes captured", fmt::format("{} in {} buffers", Bytes(st.bytes_captured), s.buffers));
@@ -215,6 +226,7 @@ int Run(const InfoOptions& o) {
         s.forks += ev.kind == ProcessEventKind::kFork;
         s.execs += ev.kind == ProcessEventKind::kExec;
         s.exits += ev.kind == ProcessEventKind::kExit;
+        if (ev.kind == ProcessEventKind::kSignal) ++s.signals[ev.signo];
       });
   Print(*reader, s);
   std::fflush(stdout);

@@ -261,6 +261,8 @@ uint64_t FixedArgSize(ArgType type) {
       return 32;
     case ArgType::kStackT:
       return 24;
+    case ArgType::kSiginfo:
+      return 128;
     case ArgType::kFdPair:
       return 8;
     case ArgType::kIntPtr:

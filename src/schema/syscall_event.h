@@ -96,9 +96,14 @@ struct SyscallEvent {
   }
 };
 
-// Process-tree events, so readers and the replayer can rebuild who-forked-whom without
-// re-deriving it from clone return values.
-enum class ProcessEventKind : uint8_t { kFork = 1, kExec = 2, kExit = 3 };
+// Process events: the tree, so readers and the replayer can rebuild who-forked-whom without
+// re-deriving it from clone return values, and the signals delivered to the traced threads.
+// kSignal is stored as a record kind of its own (docs/FORMAT.md 6.5), so that a reader older
+// than it skips it; in memory it is one more process event, seen by the same callbacks.
+enum class ProcessEventKind : uint8_t { kFork = 1, kExec = 2, kExit = 3, kSignal = 4 };
+
+// The bytes of a kernel_siginfo kept with a signal (x86-64: signo, errno, code, then the union).
+inline constexpr size_t kSiginfoBytes = 48;
 
 struct ProcessEvent {
   ProcessEventKind kind = ProcessEventKind::kFork;
@@ -109,6 +114,8 @@ struct ProcessEvent {
   bool is_thread = false;   // kFork: CLONE_THREAD
   int32_t exit_status = 0;  // kExit: wait status (as from waitpid)
   std::string path;         // kExec: the executable
+  int32_t signo = 0;        // kSignal: the signal, as the thread dequeued it
+  std::vector<uint8_t> siginfo;  // kSignal: its kernel_siginfo (kSiginfoBytes; empty: unknown)
 };
 
 // What `fay record` knows about the start of the recording; stored in the file header.

@@ -112,6 +112,7 @@ enum class ArgType : uint8_t {
   kCloneArgs,   // struct clone_args
   kOpenHow,     // struct open_how
   kStackT,      // stack_t (sigaltstack)
+  kSiginfo,     // siginfo_t (128 bytes)
   kCount_,
 };
 
@@ -147,6 +148,7 @@ enum class ValueSet : uint8_t {
   kMadvise,
   kMsyncFlags,
   kSeekWhence,
+  kIdType,
   kFcntlCmd,
   kFdFlags,
   kAddressFamily,

@@ -108,6 +108,7 @@ constexpr ValueName kMadvise[] = {
 constexpr ValueName kMsyncFlags[] = {B(MS_ASYNC, 1), B(MS_INVALIDATE, 2), B(MS_SYNC, 4)};
 constexpr ValueName kSeekWhence[] = {N(SEEK_SET, 0), N(SEEK_CUR, 1), N(SEEK_END, 2),
                                      N(SEEK_DATA, 3), N(SEEK_HOLE, 4)};
+constexpr ValueName kIdType[] = {N(P_ALL, 0), N(P_PID, 1), N(P_PGID, 2), N(P_PIDFD, 3)};
 constexpr ValueName kFcntlCmd[] = {
     N(F_DUPFD, 0),          N(F_GETFD, 1),
     N(F_SETFD, 2),          N(F_GETFL, 3),
@@ -435,6 +436,8 @@ SetEntry Lookup(ValueSet set) {
       return {kMsyncFlags, true};
     case ValueSet::kSeekWhence:
       return {kSeekWhence, false};
+    case ValueSet::kIdType:
+      return {kIdType, false};
     case ValueSet::kFcntlCmd:
       return {kFcntlCmd, false};
     case ValueSet::kFdFlags:

@@ -140,6 +140,18 @@ void EventEncoder::Syscall(const SyscallEvent& ev, const BlobSink& blobs, Bytes*
 void EventEncoder::Process(const ProcessEvent& ev, Bytes* out) {
   Bytes& b = body_;
   b.clear();
+  if (ev.kind == ProcessEventKind::kSignal) {
+    // A record kind of its own (minor 6): a reader older than it skips it.
+    PutZigzag(b, static_cast<int64_t>(ev.time_ns - state_.prev_time));
+    state_.prev_time = ev.time_ns;
+    PutZigzag(b, ev.pid);
+    PutZigzag(b, ev.tid);
+    PutVarint(b, static_cast<uint32_t>(ev.signo));
+    PutString(b, std::string_view(reinterpret_cast<const char*>(ev.siginfo.data()),
+                                  ev.siginfo.size()));
+    PutRecord(*out, RecordKind::kSignal, b);
+    return;
+  }
   PutVarint(b, static_cast<uint8_t>(ev.kind));
   PutZigzag(b, static_cast<int64_t>(ev.time_ns - state_.prev_time));
   state_.prev_time = ev.time_ns;
@@ -286,7 +298,11 @@ bool DecodeProcessBody(ByteReader& r, ChunkCodecState& st, ProcessEvent* ev) {
   if (!r.Varint(&kind) || !r.Zigzag(&dt) || !r.Zigzag(&pid) || !r.Zigzag(&tid) ||
       !r.Zigzag(&parent) || !r.U8(&is_thread) || !r.Zigzag(&status) || !r.String(&ev->path))
     return false;
+  // A signal has a record kind of its own: a process record never says kSignal.
+  if (kind == static_cast<uint64_t>(ProcessEventKind::kSignal)) return false;
   ev->kind = static_cast<ProcessEventKind>(kind);
+  ev->signo = 0;
+  ev->siginfo.clear();
   ev->time_ns = st.prev_time + static_cast<uint64_t>(dt);
   st.prev_time = ev->time_ns;
   ev->pid = static_cast<int32_t>(pid);
@@ -294,6 +310,27 @@ bool DecodeProcessBody(ByteReader& r, ChunkCodecState& st, ProcessEvent* ev) {
   ev->parent_pid = static_cast<int32_t>(parent);
   ev->is_thread = is_thread != 0;
   ev->exit_status = static_cast<int32_t>(status);
+  return true;
+}
+
+bool DecodeSignalBody(ByteReader& r, ChunkCodecState& st, ProcessEvent* ev) {
+  int64_t dt, pid, tid;
+  uint64_t signo;
+  std::string info;
+  if (!r.Zigzag(&dt) || !r.Zigzag(&pid) || !r.Zigzag(&tid) || !r.Varint(&signo) || signo > 64 ||
+      !r.String(&info) || info.size() > 128)
+    return false;
+  ev->kind = ProcessEventKind::kSignal;
+  ev->time_ns = st.prev_time + static_cast<uint64_t>(dt);
+  st.prev_time = ev->time_ns;
+  ev->pid = static_cast<int32_t>(pid);
+  ev->tid = static_cast<int32_t>(tid);
+  ev->parent_pid = 0;
+  ev->is_thread = false;
+  ev->exit_status = 0;
+  ev->path.clear();
+  ev->signo = static_cast<int32_t>(signo);
+  ev->siginfo.assign(info.begin(), info.end());
   return true;
 }
 
@@ -349,6 +386,10 @@ Status DecodeEvents(const uint8_t* data, size_t n, uint32_t count, const DecodeS
       }
       case RecordKind::kProcess:
         if (!DecodeProcessBody(br, st, &proc)) return bad("malformed process record");
+        if (sinks.process) sinks.process(proc);
+        break;
+      case RecordKind::kSignal:
+        if (!DecodeSignalBody(br, st, &proc)) return bad("malformed signal record");
         if (sinks.process) sinks.process(proc);
         break;
       case RecordKind::kLoss: {

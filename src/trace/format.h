@@ -16,8 +16,8 @@ namespace fay::trace {
 // Minor only adds (chunk types, record kinds, header/footer tags, fields at the end of a
 // record): a reader skips what it does not know.
 inline constexpr uint16_t kFormatMajor = 1;
-// Minor 4 added the end state chunk (trace/end_state.h).
-inline constexpr uint16_t kFormatMinor = 5;
+// Minor 4 added the end state chunk (trace/end_state.h); minor 6 the signal record.
+inline constexpr uint16_t kFormatMinor = 6;
 
 // PNG-style: the high byte catches 7-bit transfers, CR LF / ^Z / LF catch text-mode mangling.
 inline constexpr char kFileMagic[8] = {'\x89', 'F', 'A', 'Y', '\r', '\n', '\x1a', '\n'};
@@ -39,7 +39,7 @@ enum class Codec : uint8_t { kNone = 0, kZstd = 1 };
 inline constexpr uint16_t kMaxStreams = 256;
 
 // Record kinds inside an events chunk.
-enum class RecordKind : uint8_t { kSyscall = 1, kProcess = 2, kLoss = 3 };
+enum class RecordKind : uint8_t { kSyscall = 1, kProcess = 2, kLoss = 3, kSignal = 4 };
 
 // Buffers of at most this many bytes are stored inside the event record rather than in the blob
 // store: a 16-byte hash reference would cost as much as the bytes.

@@ -3,7 +3,7 @@
 
 For one scenario (a real Debian program run in a fresh scratch directory) this driver:
 
-  1. runs the program under `strace -f -q -e signal=none -o strace.txt` and, separately and from
+  1. runs the program under `strace -f -q -o strace.txt` and, separately and from
      an identical starting state, under `fay record -q -o trace.fay`, then `fay dump trace.fay`;
   2. parses both texts into per-thread syscall sequences, joining strace's `<unfinished ...>` /
      `<... resumed>` halves, and names every thread by its place in the process tree (root is
@@ -676,6 +676,46 @@ def group_diffs(title, diffs, limit=None):
     return "\n".join(lines)
 
 
+SIG_CODE_RE = re.compile(r"^--- (SIG\w+) \{si_signo=\w+, si_code=(\w+)")
+SIG_TIMES_RE = re.compile(r"(si_utime|si_stime)=\d+( /\* [\d.]+ s \*/)?")
+
+
+def signal_key(ev, pidmap, ctx):
+    return SIG_TIMES_RE.sub(r"\1=N", normalise_text(ev.ret_text, pidmap, ctx, pids=True))
+
+
+def compare_signals(tname, s_all, f_all, s_names, f_names, ctx, report, stats):
+    """The signals a thread took, as strace prints them at their delivery stops. Where in
+    the thread's calls one lands is timing (an ignored or fatal signal is noted by the eBPF
+    recorder when it is sent), so they are compared as a multiset per thread. Two children's
+    SIGCHLDs may merge into one while the first is pending, differently in the two runs: the
+    texts are asserted where each (signal, code) came as often in both, the kinds always."""
+    groups = ({}, {})
+    for side, evs, names in ((0, s_all, s_names), (1, f_all, f_names)):
+        for e in evs:
+            if e.kind != "signal":
+                continue
+            m = SIG_CODE_RE.match(e.ret_text)
+            kind = (m.group(1), m.group(2)) if m else (e.ret_text, "")
+            groups[side].setdefault(kind, []).append(signal_key(e, names, ctx))
+    s_groups, f_groups = groups
+    if set(s_groups) != set(f_groups):
+        report.fail(f"thread {tname}: signals differ: strace took "
+                    f"{sorted(s_groups)}, fay recorded {sorted(f_groups)}")
+        return
+    for kind, s_txt in s_groups.items():
+        f_txt = f_groups[kind]
+        stats["signals"] = stats.get("signals", 0) + len(f_txt)
+        if len(s_txt) != len(f_txt):
+            report.info(f"thread {tname}: {kind[0]} {kind[1]} {len(s_txt)} times under strace, "
+                        f"{len(f_txt)} under fay (pending signals merge)")
+            continue
+        if sorted(s_txt) != sorted(f_txt):
+            report.fail(f"thread {tname}: signal rendering differs:\n  strace: "
+                        + "\n          ".join(sorted(s_txt)) + "\n  fay:    "
+                        + "\n          ".join(sorted(f_txt)))
+
+
 def compare(strace_events, fay_events, ctx, report):
     """Per-thread comparison. Returns (stats, indexes of KNOWN_DIFFERENCES that occurred)."""
     scenario = ctx["scenario"]
@@ -722,6 +762,8 @@ def compare(strace_events, fay_events, ctx, report):
                 used.add(k)
                 continue
             file_diffs.append((tname, i, se, fe, s_txt, f_txt))
+        compare_signals(tname, s_by_pid[s_threads[tname]], f_by_pid[f_threads[tname]],
+                        s_names, f_names, ctx, report, stats)
     if file_diffs:
         report.fail(group_diffs("file-syscall rendering differences from strace", file_diffs))
     if other_diffs:
@@ -749,6 +791,8 @@ SELFTEST_CALLS = [
     (101, 'read(3, "x = (y", 6)', "6"),
     (101, "exit_group(0)", "?"),
     (101, "+++ exited with 0 +++", None),
+    (100, "--- SIGCHLD {si_signo=SIGCHLD, si_code=CLD_EXITED, si_pid=101, si_uid=0, si_status=0, "
+          "si_utime=1 /* 0.01 s */, si_stime=0} ---", None),
     (100, "mmap(NULL, 8192, PROT_READ, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)", "0x7f1234567000"),
     (100, 'getrandom("\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08", 8, GRND_NONBLOCK)', "8"),
     (100, 'getrandom("\\x09\\x02\\x03\\x04\\x05\\x06\\x07\\x08", 8, GRND_NONBLOCK)', "8"),
@@ -776,6 +820,8 @@ def selftest_texts():
             continue
         pid = {100: 4000, 101: 4321}[pid]
         call = call.replace("0x7ffc00001000", "0x7ffd00002000").replace("ccAb12Cd", "ccQ9z8Yx")
+        call = call.replace("si_pid=101", "si_pid=4321").replace("si_utime=1 /* 0.01 s */",
+                                                                 "si_utime=0")
         ret = {"101": "4321", "0x7f1234567000": "0x7f7654321000"}.get(ret, ret)
         fy.append(_st(pid, call, ret, "" if ret in (None, "?") else " <0.000010>"))
     return "".join(st), "".join(fy)
@@ -815,6 +861,9 @@ def selftest():
         ("O_RDONLY)", "O_RDONLY|O_CLOEXEC)"),
         ("/* 3 vars */", "/* 4 vars */"),
         ("+++ exited with 0 +++", "+++ exited with 1 +++"),
+        ("si_code=CLD_EXITED", "si_code=CLD_KILLED"),
+        ("si_status=0,", "si_status=1,"),
+        ("--- SIGCHLD", "--- SIGUSR1"),
     ]
     for old, new in mutations:
         mutated = f_src.replace(old, new, 1)
@@ -828,6 +877,11 @@ def selftest():
     rep = Report()
     compare(s_ev, m_ev, ctx, rep)
     expect(rep.failures and "position" in rep.failures[0], "a missing call went unnoticed")
+    unsignalled = "".join(l + "\n" for l in f_src.splitlines() if "--- SIG" not in l)
+    m_ev, _ = parse_text(unsignalled, "selftest-unsignalled")
+    rep = Report()
+    compare(s_ev, m_ev, ctx, rep)
+    expect(rep.failures and "signals differ" in rep.failures[0], "a missing signal went unnoticed")
     # Alignment rule: strace's own lines pass, a line with '=' one column late fails.
     expect(not check_alignment(s_text, "s") and not check_alignment(f_src, "f"),
            "alignment rule rejects strace text")
@@ -884,7 +938,7 @@ def main():
             print(f"SKIP: {argv[0]} is not installed")
             return 77
         strace_txt = os.path.join(scratch, "strace.txt")
-        strace_cmd = ["strace", "-f", "-q", "-e", "signal=none", "-o", strace_txt, "--"]
+        strace_cmd = ["strace", "-f", "-q", "-o", strace_txt, "--"]
         s_rc, s_time = run(NO_ASLR + strace_cmd + argv, work, env, stdin_path,
                            os.path.join(scratch, "strace"))
         s_stdout = open(os.path.join(scratch, "strace.stdout"), "rb").read()
@@ -952,7 +1006,7 @@ def main():
                             f"README.md (it was: {k['reason']})")
         print(f"  compared {stats['threads']} threads, {len(s_events)} strace / {len(f_events)} "
               f"fay events; arguments of {stats['file_args']} file syscalls (asserted) and "
-              f"{stats['other_args']} others (reported)")
+              f"{stats['other_args']} others (reported); {stats.get('signals', 0)} signals")
         # 3. The trace replayed into a fresh root, the tree built from the trace alone: every
         # replayed call verifies and the tree left is the recorded one.
         replay_check(opts.fay, trace, scratch, report)

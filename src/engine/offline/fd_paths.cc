@@ -123,6 +123,7 @@ void FdPaths::OnProcess(const ProcessEvent& ev) {
       if (ev.pid == ev.tid) procs_.erase(ev.pid);
       break;
     case ProcessEventKind::kExec:
+    case ProcessEventKind::kSignal:
       break;
   }
 }

@@ -251,6 +251,20 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       Complete(it->second, out);
       return true;
     }
+    case kRecSignal: {
+      if (size < 32 + kSiginfoBytes) return false;
+      WireProc w{};
+      std::memcpy(&w, data, 32 + kSiginfoBytes);
+      ProcessEvent pe;
+      pe.kind = ProcessEventKind::kSignal;
+      pe.time_ns = w.time_ns;
+      pe.pid = static_cast<int32_t>(w.pid);
+      pe.tid = static_cast<int32_t>(w.tid);
+      pe.signo = static_cast<int32_t>(w.parent);
+      pe.siginfo.assign(w.filename, w.filename + kSiginfoBytes);
+      out->processes.push_back(std::move(pe));
+      return true;
+    }
     case kRecFork:
     case kRecExec:
     case kRecProcExit: {
@@ -452,8 +466,17 @@ class EbpfRecorder {
   ProbeOptions po_;
   ProbeSet set_;
   std::vector<int> fds_;  // maps_' descriptors, by slot, for the programs
-  enum ProgIndex { kProgEnter, kProgExit, kProgFork, kProgExec, kProgProcExit, kProgSwitch };
-  std::optional<bpf::Program> progs_[kProgSwitch + 1];
+  enum ProgIndex {
+    kProgEnter,
+    kProgExit,
+    kProgFork,
+    kProgExec,
+    kProgProcExit,
+    kProgSwitch,
+    kProgSignal,
+    kProgSignalIgnored
+  };
+  std::optional<bpf::Program> progs_[kProgSignalIgnored + 1];
   std::vector<bpf::Link> links_;
   std::unique_ptr<trace::Writer> writer_;
   std::vector<std::unique_ptr<Lane>> lanes_;
@@ -601,6 +624,8 @@ Status EbpfRecorder::LoadProbes() {
     Status exit_side = load_into(kProgExit, set.sys_exit);
     if (exit_side.ok()) exit_side = load_into(kProgProcExit, set.exit);
     if (exit_side.ok()) exit_side = load_into(kProgSwitch, set.sched_switch);
+    if (exit_side.ok()) exit_side = load_into(kProgSignal, set.signal_deliver);
+    if (exit_side.ok()) exit_side = load_into(kProgSignalIgnored, set.signal_generate);
     helper.Wait();
     return exit_side.ok() ? enter_side : exit_side;
   };
@@ -630,6 +655,12 @@ Status EbpfRecorder::AttachProcessProbes() {
   FAY_ASSIGN_OR_RETURN(bpf::Link sw,
                        bpf::AttachRawTracepoint(*progs_[kProgSwitch], "sched_switch"));
   links_.push_back(std::move(sw));
+  FAY_ASSIGN_OR_RETURN(bpf::Link sig,
+                       bpf::AttachRawTracepoint(*progs_[kProgSignal], "signal_deliver"));
+  links_.push_back(std::move(sig));
+  FAY_ASSIGN_OR_RETURN(bpf::Link ign, bpf::AttachRawTracepoint(*progs_[kProgSignalIgnored],
+                                                               "signal_generate"));
+  links_.push_back(std::move(ign));
   return Status::Ok();
 }
 

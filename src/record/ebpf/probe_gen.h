@@ -440,5 +440,7 @@ void GenFork(Gen& g);
 void GenExec(Gen& g);
 void GenExit(Gen& g);
 void GenSwitch(Gen& g);
+void GenSignalDeliver(Gen& g);
+void GenSignalGenerate(Gen& g);
 
 }  // namespace fay::record::ebpf::gen

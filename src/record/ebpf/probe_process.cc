@@ -235,4 +235,121 @@ void GenSwitch(Gen& g) {
   g.FlushStaged();
 }
 
+// The signal record's kernel_siginfo, read through the raw tracepoint's argument 1 into the
+// WireProc's filename, or made from the signal alone when the argument is one of the kernel's
+// markers (SEND_SIG_NOINFO: from a process, SI_USER; SEND_SIG_PRIV: from the kernel, SI_KERNEL).
+void GenSiginfo(Gen& g) {
+  Emitter& e = g.e;
+  constexpr int16_t kInfo = kScrFrag + 32;
+  Label marker = e.NewLabel(), done = e.NewLabel();
+  e.Load(8, R1, R6, 0);
+  e.Store(4, R9, kScrFrag + 12, R1);
+  e.Load(8, R3, R6, 8);
+  e.JmpIfImm(BPF_JLT, R3, 4096, marker);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kInfo);
+  e.MovImm(R2, kSiginfoBytes);
+  e.Call(BPF_FUNC_probe_read_kernel);  // zero-fills on failure
+  e.Jmp(done);
+  e.Bind(marker);
+  for (int16_t off = 0; off < static_cast<int16_t>(kSiginfoBytes); off += 8)
+    e.StoreImm(8, R9, static_cast<int16_t>(kInfo + off), 0);
+  e.Load(8, R1, R6, 0);
+  e.Store(4, R9, kInfo, R1);
+  Label user = e.NewLabel();
+  e.JmpIfImm(BPF_JEQ, R3, 0, user);
+  e.StoreImm(4, R9, kInfo + 8, 0x80);
+  e.Bind(user);
+  e.Bind(done);
+  g.Output(kScrFrag, 32 + static_cast<int32_t>(kSiginfoBytes));
+  g.CountIfFailed(kStatLostRecords);
+}
+
+// raw signal_deliver(sig, info, ka): a traced thread takes a signal, where ptrace would stop it
+// (strace's "--- SIGxxx {...} ---"). SIGKILL is left out, as ptrace never shows it: the thread
+// just dies ("+++ killed by SIGKILL +++" comes from the exit). So is the SIGKILL the kernel
+// makes of a fatal signal (GenSignalGenerate records that one as itself).
+void GenSignalDeliver(Gen& g) {
+  Emitter& e = g.e;
+  Label go = e.NewLabel();
+  GenIds(g);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  e.Jmp(g.exit_label);
+  e.Bind(go);
+  e.Load(8, R1, R6, 0);
+  e.JmpIfImm(BPF_JEQ, R1, 9, g.exit_label);  // SIGKILL
+  g.Scratch(g.exit_label);
+  e.Load(4, R1, R10, kFpNr);  // the current thread's ring
+  g.SetRing(R1);
+  GenProcHeader(g, kRecSignal);
+  GenSiginfo(g);
+}
+
+// raw signal_generate(sig, info, task, group, result), in the sender, after the kernel has
+// queued or dropped the signal: the ids are the target's. Two signals strace sees delivered
+// that never reach signal_deliver when nobody ptraces the target:
+//  - one the kernel drops because it is ignored (SIGCHLD, SIGWINCH, SIGURG by default; the
+//    kernel queues even ignored signals for a ptraced task);
+//  - a fatal one, which the kernel turns into SIGKILL for every thread (a ptraced task takes it
+//    as itself): the process's group exit then keeps its number.
+void GenSignalGenerate(Gen& g) {
+  Emitter& e = g.e;
+  const ProbeOptions& o = g.o;
+  constexpr int16_t kSig = kScrFrag + 200, kFlags = kScrFrag + 208, kCode = kScrFrag + 216;
+  const bool group_known = o.task_signal >= 0 && o.signal_flags >= 0 && o.group_exit_code >= 0;
+  Label go = e.NewLabel(), ignored = e.NewLabel(), record = e.NewLabel();
+  e.Mov(R6, R1);
+  e.Load(8, R1, R6, 0);
+  e.JmpIfImm(BPF_JEQ, R1, SIGKILL, g.exit_label);
+  e.Load(8, R1, R6, 32);
+  if (!group_known) e.JmpIfImm(BPF_JNE, R1, 1, g.exit_label);  // TRACE_SIGNAL_IGNORED
+  e.JmpIfImm(BPF_JGT, R1, 1, g.exit_label);  // already pending, or lost
+  g.ZeroKey();
+  g.Scratch(g.exit_label);
+  e.StoreImm(8, R10, kFpTgid, 0);
+  e.StoreImm(8, R10, kFpNr, 0);
+  GenReadArgField(g, 16, o.task_tgid, kScrFrag + 4, 4);
+  GenReadArgField(g, 16, o.task_pid, kScrFrag + 8, 4);
+  e.Load(4, R1, R9, kScrFrag + 4);
+  e.Store(4, R10, kFpTgid, R1);
+  e.Load(4, R1, R9, kScrFrag + 8);
+  e.Store(4, R10, kFpNr, R1);
+  GenLoadState(g);
+  e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  e.Jmp(g.exit_label);
+  e.Bind(go);
+  if (group_known) {
+    constexpr int32_t kSignalGroupExit = 0x4;  // SIGNAL_GROUP_EXIT, include/linux/sched/signal.h
+    GenReadArgField(g, 16, o.task_signal, kSig, 8);
+    for (auto [member, dst] : {std::pair{o.signal_flags, kFlags}, {o.group_exit_code, kCode}}) {
+      e.Load(8, R3, R9, kSig);
+      e.AluImm(BPF_ADD, R3, member);
+      e.Mov(R1, R9);
+      e.AluImm(BPF_ADD, R1, dst);
+      e.MovImm(R2, 4);
+      e.Call(BPF_FUNC_probe_read_kernel);
+      e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+    }
+    e.Load(4, R2, R9, kFlags);
+    e.AluImm(BPF_AND, R2, kSignalGroupExit);
+    e.Load(8, R1, R6, 32);
+    e.JmpIfImm(BPF_JEQ, R1, 1, ignored);
+    e.Comment("queued: recorded only when it ended the process as itself");
+    e.JmpIfImm(BPF_JEQ, R2, 0, g.exit_label);
+    e.Load(4, R2, R9, kCode);
+    e.Load(8, R1, R6, 0);
+    e.JmpIf(BPF_JNE, R1, R2, g.exit_label);
+    e.Jmp(record);
+    e.Bind(ignored);
+    e.Comment("dropped: not when the process is exiting anyway");
+    e.JmpIfImm(BPF_JNE, R2, 0, g.exit_label);
+  }
+  e.Bind(record);
+  e.Load(4, R1, R10, kFpNr);  // the target thread's ring
+  g.SetRing(R1);
+  GenProcHeader(g, kRecSignal);
+  GenSiginfo(g);
+}
+
 }  // namespace fay::record::ebpf::gen

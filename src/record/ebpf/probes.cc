@@ -27,6 +27,8 @@ Expected<ProbeSet> GenerateProbes(const ProbeOptions& o) {
       {GenExec, &set.exec, "fay_rec_exec", 0},
       {GenExit, &set.exit, "fay_rec_pexit", 0},
       {GenSwitch, &set.sched_switch, "fay_rec_switch", 0},
+      {GenSignalDeliver, &set.signal_deliver, "fay_rec_sig", 0},
+      {GenSignalGenerate, &set.signal_generate, "fay_rec_siggen", 0},
   };
   for (const Role& r : roles) {
     Gen g(o);

@@ -64,6 +64,7 @@ enum RecType : uint32_t {
   kRecReturn = 6,
   kRecCall = 7,   // a whole call in one record (see CallSlot)
   kRecBatch = 8,  // WireBatch: whole calls staged on one CPU (see kStageOffset)
+  kRecSignal = 9,  // WireProc: `parent` the signal, `filename` its kernel_siginfo
 };
 
 // Most calls are written as one record, at exit: the enter probe claims the thread's slot
@@ -217,6 +218,10 @@ struct ProbeSet {
   bpf::ProgramSpec sys_enter, sys_exit;  // raw tracepoints
   bpf::ProgramSpec fork, exec, exit;     // raw tracepoints sched_process_fork / exec / exit
   bpf::ProgramSpec sched_switch;         // raw tracepoint: writes the staged calls out
+  // raw tracepoints signal_deliver, and signal_generate for the signals ptrace would see
+  // delivered that never reach signal_deliver untraced (ignored ones, and fatal ones the kernel
+  // turns into SIGKILL)
+  bpf::ProgramSpec signal_deliver, signal_generate;
 };
 
 // Where the scratch value keeps the staged records: their bytes (u32), how many calls and

@@ -102,6 +102,8 @@ class PtraceRecorder {
   void FillIdentity(pid_t tid, Task& t, SyscallEvent& ev);
   void Emit(SyscallEvent&& ev);
   void AppendProcess(ProcessEvent&& pe);
+  // A signal at its signal-delivery-stop, before it reaches the program.
+  void NoteSignal(pid_t tid, Task& t, int sig);
   void KillAll();
 
   const RecordOptions& opt_;
@@ -261,6 +263,17 @@ void PtraceRecorder::FillIdentity(pid_t tid, Task& t, SyscallEvent& ev) {
   ev.ppid = t.info.ppid;
   ev.uid = t.info.uid;
   ev.comm = t.info.comm;
+}
+
+void PtraceRecorder::NoteSignal(pid_t tid, Task& t, int sig) {
+  ProcessEvent pe = TaskEvent(ProcessEventKind::kSignal, t, tid, Now(CLOCK_MONOTONIC));
+  pe.signo = sig;
+  siginfo_t si{};
+  if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&si);
+    pe.siginfo.assign(p, p + kSiginfoBytes);
+  }
+  AppendProcess(std::move(pe));
 }
 
 void PtraceRecorder::AppendProcess(ProcessEvent&& pe) {
@@ -540,7 +553,8 @@ void PtraceRecorder::Loop() {
     } else if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
       OnSyscallStop(tid, t);
     } else {
-      // A signal on its way to the program: deliver it.
+      // A signal on its way to the program: note it as strace shows it, and deliver it.
+      if (started_) NoteSignal(tid, t, WSTOPSIG(status));
       Resume(tid, WSTOPSIG(status));
     }
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "schema/decode/siginfo.h"
 #include "schema/syscall_values.h"
 
 namespace fay::decode {
@@ -586,6 +587,8 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
       return Has(b, 108) ? Sysinfo(b) : Addr(addr);
     case ArgType::kSigaction:
       return Has(b, 32) ? Sigaction(b) : Addr(addr);
+    case ArgType::kSiginfo:
+      return Has(b, kSiginfoBytes) ? FormatSiginfo(Get<int32_t>(b, 0), b->View()) : Addr(addr);
     case ArgType::kStackT: {
       if (!Has(b, 24)) return Addr(addr);
       uint32_t f = Get<uint32_t>(b, 8);

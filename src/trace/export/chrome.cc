@@ -79,9 +79,7 @@ class ChromeExporter : public Exporter {
   Status Process(const ProcessEvent& ev) override {
     JsonWriter j(Begin());
     j.BeginObject();
-    j.Key("name").String(ev.kind == ProcessEventKind::kFork   ? "fork"
-                         : ev.kind == ProcessEventKind::kExec ? "exec"
-                                                              : "exit");
+    j.Key("name").String(ProcessKindName(ev.kind));
     j.Key("cat").String("process");
     j.Key("ph").String("i");
     j.Key("s").String("t");

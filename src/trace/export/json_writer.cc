@@ -4,6 +4,9 @@
 
 #include <iterator>
 
+#include "schema/decode/siginfo.h"
+#include "schema/syscall_values.h"
+
 namespace fay::trace {
 namespace {
 
@@ -129,8 +132,21 @@ void JsonWriter::Quote(std::string_view s) {
   out_ += '"';
 }
 
+std::string_view ProcessKindName(ProcessEventKind kind) {
+  switch (kind) {
+    case ProcessEventKind::kFork: return "fork";
+    case ProcessEventKind::kExec: return "exec";
+    case ProcessEventKind::kExit: return "exit";
+    case ProcessEventKind::kSignal: return "signal";
+  }
+  return "process";
+}
+
 void ProcessDetails(const ProcessEvent& ev, JsonWriter& j) {
-  if (ev.kind == ProcessEventKind::kFork) {
+  if (ev.kind == ProcessEventKind::kSignal) {
+    j.Key("signal").String(SignalName(ev.signo));
+    j.Key("info").String(FormatSiginfo(ev.signo, ev.siginfo));
+  } else if (ev.kind == ProcessEventKind::kFork) {
     j.Key("parent_pid").Int(ev.parent_pid);
     j.Key("thread").Bool(ev.is_thread);
   } else if (ev.kind == ProcessEventKind::kExec) {

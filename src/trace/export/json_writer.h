@@ -44,6 +44,8 @@ class JsonWriter {
 
 // The kind-specific members of a process event (parent and thread for a fork, path for an
 // exec, status for an exit), as JSON Lines and the Chrome export both write them.
+// "fork", "exec", "exit" or "signal".
+std::string_view ProcessKindName(ProcessEventKind kind);
 void ProcessDetails(const ProcessEvent& ev, JsonWriter& j);
 
 }  // namespace fay::trace

@@ -66,9 +66,7 @@ class JsonlExporter : public Exporter {
     line_.clear();
     JsonWriter j(line_);
     j.BeginObject();
-    j.Key("type").String(ev.kind == ProcessEventKind::kFork   ? "fork"
-                         : ev.kind == ProcessEventKind::kExec ? "exec"
-                                                              : "exit");
+    j.Key("type").String(ProcessKindName(ev.kind));
     j.Key("time").Uint(ev.time_ns);
     j.Key("pid").Int(ev.pid);
     j.Key("tid").Int(ev.tid);

@@ -44,7 +44,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 5);  // minor 5: the end state's met symlinks
+  EXPECT_EQ(r->version_minor(), 6);  // minor 6: the signal record
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
@@ -319,6 +319,45 @@ TEST(RoundTripTest, EdgeValuesSurvive) {
             (std::vector<std::string>{"S " + Describe(a), "P " + Describe(p), "S " + Describe(b)}));
   EXPECT_TRUE(r->info().argv.empty());
   EXPECT_EQ(r->info().root_pid, 0);
+}
+
+// A signal is a record kind of its own (minor 6): its siginfo comes back byte for byte, and a
+// process record after it does not inherit its signal.
+TEST(RoundTripTest, SignalRecordsComeBackAndLeaveNothingBehind) {
+  ScratchDir dir;
+  std::string path = dir.File("signals.fay");
+  ProcessEvent sig;
+  sig.kind = ProcessEventKind::kSignal;
+  sig.time_ns = 1000;
+  sig.pid = 40;
+  sig.tid = 41;
+  sig.signo = 17;
+  for (size_t i = 0; i < kSiginfoBytes; ++i) sig.siginfo.push_back(static_cast<uint8_t>(i * 7));
+  ProcessEvent unknown = sig;  // the siginfo unknown
+  unknown.time_ns = 900;       // earlier: deltas go both ways
+  unknown.signo = 64;
+  unknown.siginfo.clear();
+  ProcessEvent exit;
+  exit.kind = ProcessEventKind::kExit;
+  exit.time_ns = 2000;
+  exit.pid = exit.tid = 40;
+  exit.exit_status = 9;
+  {
+    auto w = Writer::Create(path, RecordingInfo{});
+    ASSERT_TRUE(w.ok());
+    (*w)->Append(sig);
+    (*w)->Append(unknown);
+    (*w)->Append(exit);
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto r = Reader::Open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Status st;
+  std::vector<std::string> got = ReadAll(*r, &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got, (std::vector<std::string>{"P " + Describe(sig), "P " + Describe(unknown),
+                                           "P " + Describe(exit)}));
+  EXPECT_EQ(r->stats().process_events, 3u);
 }
 
 TEST(DedupTest, SamePayloadIsStoredOnce) {

@@ -68,9 +68,12 @@ inline std::string Describe(const SyscallEvent& e) {
 }
 
 inline std::string Describe(const ProcessEvent& e) {
-  return fmt::format("kind={} time={} pid={} tid={} parent={} thread={} status={} path={}",
-                     static_cast<int>(e.kind), e.time_ns, e.pid, e.tid, e.parent_pid, e.is_thread,
-                     e.exit_status, e.path);
+  std::string info;
+  for (uint8_t b : e.siginfo) info += fmt::format("{:02x}", b);
+  return fmt::format(
+      "kind={} time={} pid={} tid={} parent={} thread={} status={} path={} signo={} info={}",
+      static_cast<int>(e.kind), e.time_ns, e.pid, e.tid, e.parent_pid, e.is_thread, e.exit_status,
+      e.path, e.signo, info);
 }
 
 inline std::array<char, 16> Comm(const std::string& s) {

@@ -1,0 +1,60 @@
+// Signals of every origin whose siginfo is deterministic, for the signal-delivery tests:
+//   kill(self, SIGUSR1)             -> SI_USER
+//   sigqueue(self, SIGUSR2, 42)     -> SI_QUEUE with a value
+//   tgkill(self, self, SIGUSR1)     -> SI_TKILL
+//   a child that exits 3            -> SIGCHLD CLD_EXITED, while SIGCHLD is ignored by default
+//   a child killed with SIGTERM     -> SIGTERM in the child (fatal), SIGCHLD CLD_KILLED handled
+//   a load from address 16          -> SIGSEGV SEGV_MAPERR si_addr=0x10, handled
+// Usage: signals
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static sigjmp_buf after_fault;
+// Read through a variable, so that the compiler neither folds nor warns about the bad load.
+static volatile unsigned long bad_address = 16;
+
+static void on_signal(int sig) {
+  (void)sig;
+}
+
+static void on_fault(int sig) {
+  (void)sig;
+  siglongjmp(after_fault, 1);
+}
+
+static void handle(int sig, void (*fn)(int)) {
+  struct sigaction sa = {0};
+  sa.sa_handler = fn;
+  sigaction(sig, &sa, 0);
+}
+
+int main(void) {
+  handle(SIGUSR1, on_signal);
+  handle(SIGUSR2, on_signal);
+  kill(getpid(), SIGUSR1);
+  union sigval v = {.sival_int = 42};
+  sigqueue(getpid(), SIGUSR2, v);
+  syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+
+  pid_t child = fork();
+  if (child == 0) _exit(3);
+  waitpid(child, 0, 0);
+
+  handle(SIGCHLD, on_signal);
+  child = fork();
+  if (child == 0) {
+    for (;;) pause();
+  }
+  kill(child, SIGTERM);
+  while (waitpid(child, 0, 0) < 0) {
+  }
+
+  handle(SIGSEGV, on_fault);
+  if (sigsetjmp(after_fault, 1) == 0) (void)*(volatile int*)bad_address;
+  return 0;
+}
