@@ -48,7 +48,7 @@ int Run(const ConvertOptions& o) {
     if (stats.processes_left_out)
       fmt::print(stderr,
                  "fay convert: {} syscalls written to {} ({}); {} process events (fork, exec, "
-                 "exit) left out: {} has no event class for them\n",
+                 "exit, signal) left out: {} has no event class for them\n",
                  stats.syscalls, o.out, o.to, stats.processes_left_out, o.to);
     else
       fmt::print(stderr, "fay convert: {} syscalls and {} process events written to {} ({})\n",

@@ -147,8 +147,8 @@ void EventEncoder::Process(const ProcessEvent& ev, Bytes* out) {
     PutZigzag(b, ev.pid);
     PutZigzag(b, ev.tid);
     PutVarint(b, static_cast<uint32_t>(ev.signo));
-    PutString(b, std::string_view(reinterpret_cast<const char*>(ev.siginfo.data()),
-                                  ev.siginfo.size()));
+    PutString(
+        b, std::string_view(reinterpret_cast<const char*>(ev.siginfo.data()), ev.siginfo.size()));
     PutRecord(*out, RecordKind::kSignal, b);
     return;
   }

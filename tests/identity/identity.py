@@ -131,7 +131,7 @@ DURATION_RE = re.compile(r" <\d+\.\d{6}>$")
 NAME_RE = re.compile(r"^([a-z0-9_]+)\(")
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?![\w.])")
 # Calls whose arguments or return value carry a pid or tid.
-PID_CALLS = {"clone", "clone3", "fork", "vfork", "getpid", "gettid", "getppid", "getpgid",
+PID_CALLS = {"--- signal", "clone", "clone3", "fork", "vfork", "getpid", "gettid", "getppid", "getpgid",
              "getsid", "setpgid", "set_tid_address", "wait4", "waitid", "kill", "tkill", "tgkill",
              "pidfd_open", "prlimit64", "sched_setaffinity", "sched_getaffinity",
              "sched_setscheduler", "sched_getscheduler", "sched_setparam", "sched_getparam",
@@ -197,6 +197,8 @@ class Trace:
             name = NAME_RE.match(body)
             call = name.group(1) if name else None
             eq = return_split(body) if call else -1
+            if body.startswith("--- SIG"):
+                call = "--- signal"  # its si_pid is a pid; never counted as a call
             if call and eq >= 0:
                 body = body[:eq].rstrip(" ") + body[eq:]
                 eq = return_split(body)

@@ -35,6 +35,7 @@
 #include "record/copy_capture.h"
 #include "record/ebpf/capture_spec.h"
 #include "record/ebpf/restart_merger.h"
+#include "record/ebpf/signal_placer.h"
 #include "record/ebpf/throttle.h"
 #include "record/stop_signals.h"
 #include "record/task_info.h"
@@ -262,6 +263,7 @@ bool Assembler::Feed(const void* data, size_t size, Out* out) {
       pe.tid = static_cast<int32_t>(w.tid);
       pe.signo = static_cast<int32_t>(w.parent);
       pe.siginfo.assign(w.filename, w.filename + kSiginfoBytes);
+      pe.is_thread = w.is_thread != 0;  // noted when sent: SignalPlacer places it
       out->processes.push_back(std::move(pe));
       return true;
     }
@@ -437,6 +439,7 @@ class EbpfRecorder {
     Assembler assembler;
     Assembler::Out out;
     RestartMerger restarts;
+    SignalPlacer signals;
     std::vector<trace::Writer::Item> batch;
     bool write_failed = false;
     uint64_t syscalls = 0, processes = 0, threads = 0;  // handed to the writer; forks seen
@@ -658,8 +661,8 @@ Status EbpfRecorder::AttachProcessProbes() {
   FAY_ASSIGN_OR_RETURN(bpf::Link sig,
                        bpf::AttachRawTracepoint(*progs_[kProgSignal], "signal_deliver"));
   links_.push_back(std::move(sig));
-  FAY_ASSIGN_OR_RETURN(bpf::Link ign, bpf::AttachRawTracepoint(*progs_[kProgSignalIgnored],
-                                                               "signal_generate"));
+  FAY_ASSIGN_OR_RETURN(bpf::Link ign,
+                       bpf::AttachRawTracepoint(*progs_[kProgSignalIgnored], "signal_generate"));
   links_.push_back(std::move(ign));
   return Status::Ok();
 }
@@ -706,6 +709,7 @@ void EbpfRecorder::DrainStaged() {
     Deliver(*l);
     // Attempts whose thread made no call after them before the probes were detached.
     l->restarts.Flush(&l->out.syscalls);
+    l->signals.Flush(&l->out.processes);
     Deliver(*l);
   }
 }
@@ -722,6 +726,7 @@ void EbpfRecorder::Deliver(Lane& l) {
   auto& sc = l.out.syscalls;
   auto& pr = l.out.processes;
   l.restarts.Apply(&sc, pr);
+  l.signals.Apply(sc, &pr);
   for (SyscallEvent& ev : sc) {
     // An in-kernel copy's data is read here, after the call, from the file the calls before it
     // name, at the offset they leave (the observer follows both; they are fed in order, so it

@@ -304,7 +304,7 @@ void GenSignalGenerate(Gen& g) {
   e.JmpIfImm(BPF_JEQ, R1, SIGKILL, g.exit_label);
   e.Load(8, R1, R6, 32);
   if (!group_known) e.JmpIfImm(BPF_JNE, R1, 1, g.exit_label);  // TRACE_SIGNAL_IGNORED
-  e.JmpIfImm(BPF_JGT, R1, 1, g.exit_label);  // already pending, or lost
+  e.JmpIfImm(BPF_JGT, R1, 1, g.exit_label);                    // already pending, or lost
   g.ZeroKey();
   g.Scratch(g.exit_label);
   e.StoreImm(8, R10, kFpTgid, 0);
@@ -349,6 +349,7 @@ void GenSignalGenerate(Gen& g) {
   e.Load(4, R1, R10, kFpNr);  // the target thread's ring
   g.SetRing(R1);
   GenProcHeader(g, kRecSignal);
+  e.StoreImm(4, R9, kScrFrag + 28, 1);  // noted when sent, not when taken (SignalPlacer)
   GenSiginfo(g);
 }
 

@@ -64,7 +64,8 @@ enum RecType : uint32_t {
   kRecReturn = 6,
   kRecCall = 7,   // a whole call in one record (see CallSlot)
   kRecBatch = 8,  // WireBatch: whole calls staged on one CPU (see kStageOffset)
-  kRecSignal = 9,  // WireProc: `parent` the signal, `filename` its kernel_siginfo
+  kRecSignal = 9,  // WireProc: `parent` the signal, `filename` its kernel_siginfo, `is_thread`
+                   // 1 when noted as it was sent (signal_generate)
 };
 
 // Most calls are written as one record, at exit: the enter probe claims the thread's slot

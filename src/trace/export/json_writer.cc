@@ -134,10 +134,14 @@ void JsonWriter::Quote(std::string_view s) {
 
 std::string_view ProcessKindName(ProcessEventKind kind) {
   switch (kind) {
-    case ProcessEventKind::kFork: return "fork";
-    case ProcessEventKind::kExec: return "exec";
-    case ProcessEventKind::kExit: return "exit";
-    case ProcessEventKind::kSignal: return "signal";
+    case ProcessEventKind::kFork:
+      return "fork";
+    case ProcessEventKind::kExec:
+      return "exec";
+    case ProcessEventKind::kExit:
+      return "exit";
+    case ProcessEventKind::kSignal:
+      return "signal";
   }
   return "process";
 }
