@@ -334,6 +334,19 @@ int Run(const ReplayCli& c) {
     fmt::print("interrupted: {} ({}): a signal cut them short in the recording; not run\n", n,
                what);
   }
+  if (!schedule->signals.empty()) {
+    // Nothing to send: the calls the handlers made are in the trace, each replayed in its place,
+    // and a call the signal cut short is replayed as cut short (above).
+    uint64_t n = 0;
+    std::string what;
+    for (const auto& [sig, count] : schedule->signals) {
+      n += count;
+      what += fmt::format("{}{} {}", what.empty() ? "" : ", ", SignalName(sig), count);
+    }
+    fmt::print("signals:    {} taken in the recording ({}); not sent again: their handlers' "
+               "calls replay in place\n",
+               n, what);
+  }
   // Emulated calls that change files (a device node, a call on a descriptor the replay does not
   // hold): what they did is not in the replayed tree, and the end-state check says where.
   std::map<int, uint64_t> unreplayed;

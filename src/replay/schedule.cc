@@ -27,6 +27,7 @@ bool CreatesTask(int nr) {
 
 void ScheduleBuilder::Add(const ProcessEvent& p) {
   if (p.kind == ProcessEventKind::kFork && !p.is_thread) s_.parent_of[p.pid] = p.parent_pid;
+  if (p.kind == ProcessEventKind::kSignal) ++s_.signals[p.signo];
 }
 
 void ScheduleBuilder::Add(SyscallEvent&& ev) {

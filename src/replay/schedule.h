@@ -54,6 +54,7 @@ struct Schedule {
   uint64_t first_ns = 0;                 // earliest entry
   uint64_t last_ns = 0;                  // latest exit
   std::map<int32_t, int32_t> parent_of;  // pid -> parent pid, from fork events of processes
+  std::map<int, uint64_t> signals;       // signal -> how many the threads took
   uint64_t dependencies = 0;             // cross-thread (T, k) pairs stored
   // The trace was cut short: Reader::TruncationNotice, which the command prints. Empty if not.
   std::string truncation;

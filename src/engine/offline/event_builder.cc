@@ -1,8 +1,10 @@
 #include "engine/offline/event_builder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/offline/fd_paths.h"
+#include "engine/offline/trace_catalog.h"
 
 namespace fay {
 namespace {
@@ -42,10 +44,14 @@ EventBuilder::EventBuilder(const Plan& plan) {
   probes_.resize(plan.probes.size());
   for (size_t p = 0; p < plan.probes.size(); ++p) {
     const ProbeInfo& probe = plan.probes[p];
-    if (probe.kind != ProbeKind::kSyscall || probe.syscall_nr < 0) continue;
-    if (static_cast<size_t>(probe.syscall_nr) >= probe_of_nr_.size())
-      probe_of_nr_.resize(probe.syscall_nr + 1, -1);
-    probe_of_nr_[probe.syscall_nr] = static_cast<int>(p);
+    if (probe.kind == ProbeKind::kTracepoint && probe.name == TraceCatalog::kSignalDeliver) {
+      signal_probe_ = static_cast<int>(p);
+    } else {
+      if (probe.kind != ProbeKind::kSyscall || probe.syscall_nr < 0) continue;
+      if (static_cast<size_t>(probe.syscall_nr) >= probe_of_nr_.size())
+        probe_of_nr_.resize(probe.syscall_nr + 1, -1);
+      probe_of_nr_[probe.syscall_nr] = static_cast<int>(p);
+    }
 
     PerProbe& pp = probes_[p];
     pp.event.probe_index = static_cast<int>(p);
@@ -134,6 +140,42 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
   }
   for (const auto& [field, arg] : pp.strings)
     out.user_strings[field].assign(CapturedString(ev, arg));
+  return out;
+}
+
+const Event& EventBuilder::BuildSignal(const ProcessEvent& ev, uint32_t uid,
+                                       std::string_view comm) {
+  PerProbe& pp = probes_[signal_probe_];
+  Event& out = pp.event;
+  // The tracepoint's (sig, errno, code), from the siginfo the recorder kept.
+  int32_t ctx[3] = {ev.signo, 0, 0};
+  if (ev.siginfo.size() >= 12) std::memcpy(&ctx[1], ev.siginfo.data() + 4, 8);
+  for (const Need& n : pp.needs) {
+    Value& v = out.values[n.index];
+    switch (n.source) {
+      case FieldSource::kTime:
+        v = static_cast<int64_t>(ev.time_ns);
+        break;
+      case FieldSource::kPid:
+        v = int64_t{ev.pid};
+        break;
+      case FieldSource::kTid:
+        v = int64_t{ev.tid};
+        break;
+      case FieldSource::kUid:
+        v = int64_t{uid};
+        break;
+      case FieldSource::kComm:
+        std::get<std::string>(v).assign(comm.data(), comm.size());
+        break;
+      case FieldSource::kCtx:
+        v = int64_t{ctx[std::clamp(n.arg, 0, 2)]};
+        break;
+      default:  // cpu: unknown, reported as 0 as for the ptrace backend's calls
+        v = int64_t{0};
+        break;
+    }
+  }
   return out;
 }
 

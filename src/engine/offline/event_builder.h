@@ -34,6 +34,11 @@ class EventBuilder {
   // the fd table says (ignored unless the plan reads it). Valid until the next Build.
   const Event& Build(const SyscallEvent& ev, std::string_view path);
 
+  // The plan's probe of the signals delivered (tracepoint:signal:signal_deliver), or -1.
+  int signal_probe() const { return signal_probe_; }
+  // The event for a signal record; `uid` and `comm` are its thread's, from its calls before.
+  const Event& BuildSignal(const ProcessEvent& ev, uint32_t uid, std::string_view comm);
+
  private:
   struct Need {
     int index = 0;  // into ProbeInfo::fields and Event::values
@@ -51,6 +56,7 @@ class EventBuilder {
   };
 
   std::vector<int> probe_of_nr_;
+  int signal_probe_ = -1;
   std::vector<PerProbe> probes_;
   bool needs_paths_ = false;
   bool needs_bytes_ = false;

@@ -13,14 +13,35 @@ void TraceCatalog::AddTraceFields(ProbeInfo& probe) {
       {"path", Type::Str(kPathLen), FieldSource::kPath, 0, kPathLen, 0, "char[128] fd path"});
 }
 
+ProbeInfo TraceCatalog::SignalProbe() {
+  ProbeInfo p;
+  p.name = std::string(kSignalDeliver);
+  p.kind = ProbeKind::kTracepoint;
+  p.tp_category = "signal";
+  p.tp_name = "signal_deliver";
+  p.fields = CommonFields();
+  // As the live tracepoint's format names them; index 0, 1, 2: (signo, errno, code).
+  for (const char* prefix : {"", "args."}) {
+    int index = 0;
+    for (const char* name : {"sig", "errno", "code"}) {
+      p.fields.push_back({std::string(prefix) + name, Type::Int(true), FieldSource::kCtx,
+                          4 * index, 4, index, "int"});
+      ++index;
+    }
+  }
+  return p;
+}
+
 Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) {
   std::string_view s = Trim(spec);
+  if (s == kSignalDeliver) return std::vector<ProbeInfo>{SignalProbe()};
   if (s.rfind("syscall:", 0) != 0) {
     std::string provider(s.substr(0, s.find(':')));
     return Error(Code::kInvalidArgument,
-                 fmt::format("'{}' is not in a recorded trace: a trace holds syscall events only "
-                             "(use syscall:NAME or syscall:*)",
-                             provider.empty() ? std::string(s) : provider + ":..."));
+                 fmt::format("'{}' is not in a recorded trace: a trace holds syscall events and "
+                             "the signals delivered (use syscall:NAME, syscall:* or {})",
+                             provider.empty() ? std::string(s) : provider + ":...",
+                             kSignalDeliver));
   }
   Expected<std::vector<ProbeInfo>> probes =
       fallback_reason_.empty() ? live_.Resolve(spec) : table_.Resolve(spec);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/offline/table_catalog.h"
@@ -18,8 +19,9 @@ class TraceCatalog : public ProbeCatalog {
   // describes them instead, and fallback_reason() says why.
   explicit TraceCatalog(ProbeCatalog& live) : live_(live) {}
 
-  // Only "syscall:..." specs: a trace holds recorded syscalls, nothing else. Any other provider
-  // is kInvalidArgument, which the resolve pass points at with a caret.
+  // "syscall:..." specs, and the signals the thread took as the live tracepoint
+  // kSignalDeliver (its sig, errno and code; the trace has no sigaction fields). Any other
+  // provider is kInvalidArgument, which the resolve pass points at with a caret.
   Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override;
   std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
 
@@ -28,6 +30,9 @@ class TraceCatalog : public ProbeCatalog {
   // Capacity of `path`, NUL included: paths of up to 127 bytes, and room beside it for other
   // keys within the plan's key size limit, which offline plans share with live ones.
   static constexpr int kPathLen = 128;
+  // The one tracepoint a trace holds: its signal records.
+  static constexpr std::string_view kSignalDeliver = "tracepoint:signal:signal_deliver";
+  static ProbeInfo SignalProbe();
 
   const std::string& fallback_reason() const { return fallback_reason_; }
 

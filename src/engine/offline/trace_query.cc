@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/interpreter.h"
@@ -116,7 +119,9 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   for (const trace::ChunkRef& c : reader.chunks())
     event_chunks += c.type == trace::ChunkType::kEvents;
   threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, event_chunks)));
-  const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || builder.needs_paths();
+  // Signals take their thread's comm from the calls before them: read in file order.
+  const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || builder.needs_paths() ||
+                       builder.signal_probe() >= 0;
   uint64_t last_ns = o.from_ns ? o.from_ns : info.anchor_monotonic_ns;
   for (const trace::ChunkRef& c : reader.chunks())
     if (c.indexed) last_ns = std::max(last_ns, c.last_ns);
@@ -142,24 +147,53 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   }
   uint64_t window_end =
       plan.every_ns ? (o.from_ns ? o.from_ns : info.anchor_monotonic_ns) + plan.every_ns : 0;
-  auto on_syscall = [&](const SyscallEvent& ev) {
-    std::string_view p = builder.needs_paths() ? paths.Apply(ev) : std::string_view();
-    if (!InRange(ev, o.from_ns, o.to_ns)) return;
-    ++stats->events_read;
-    while (window_end && ev.entry_ns >= window_end) {
+  auto close_windows_before = [&](uint64_t t) {
+    while (window_end && t >= window_end) {
       sink.Window(plan, interp.TakeWindow(Realtime(info, window_end)));
       window_end += plan.every_ns;
     }
-    if (builder.ProbeOf(ev.nr) < 0) return;
-    const Event& e = builder.Build(ev, p);
+  };
+  auto run = [&](const Event& e, uint64_t t, uint64_t last) {
     if (plan.mode == PlanMode::kSelect) {
-      if (auto row = interp.Select(e)) sink.SelectRow(plan, *row, Realtime(info, ev.entry_ns));
+      if (auto row = interp.Select(e)) sink.SelectRow(plan, *row, Realtime(info, t));
     } else {
       interp.Process(e);
-      last_ns = std::max(last_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
+      last_ns = std::max(last_ns, last);
     }
   };
-  auto on_process = [&](const ProcessEvent& ev) { paths.OnProcess(ev); };
+  // A signal record has no uid or comm of its own: its thread's, from the calls before it.
+  struct ThreadIds {
+    uint32_t uid = 0;
+    std::array<char, 16> comm{};
+  };
+  std::unordered_map<int32_t, ThreadIds> thread_ids;
+  const bool signals = builder.signal_probe() >= 0;
+  auto on_syscall = [&](const SyscallEvent& ev) {
+    std::string_view p = builder.needs_paths() ? paths.Apply(ev) : std::string_view();
+    if (signals) thread_ids[ev.tid] = {ev.uid, ev.comm};
+    if (!InRange(ev, o.from_ns, o.to_ns)) return;
+    ++stats->events_read;
+    close_windows_before(ev.entry_ns);
+    if (builder.ProbeOf(ev.nr) < 0) return;
+    run(builder.Build(ev, p), ev.entry_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
+  };
+  auto on_process = [&](const ProcessEvent& ev) {
+    paths.OnProcess(ev);
+    if (!signals) return;
+    if (ev.kind == ProcessEventKind::kFork) {
+      // A child has its parent's names until its own calls say otherwise.
+      auto parent = thread_ids.find(ev.parent_pid);
+      if (parent != thread_ids.end()) thread_ids.try_emplace(ev.tid, parent->second);
+    }
+    if (ev.kind != ProcessEventKind::kSignal) return;
+    if (ev.time_ns < o.from_ns || ev.time_ns > o.to_ns) return;
+    ++stats->events_read;
+    close_windows_before(ev.time_ns);
+    const ThreadIds& ids = thread_ids[ev.tid];
+    run(builder.BuildSignal(ev, ids.uid,
+                            std::string_view(ids.comm.data(), strnlen(ids.comm.data(), 16))),
+        ev.time_ns, ev.time_ns);
+  };
   const double cpu0 = ThreadCpuSeconds();
   reader.SkipBlobs(!builder.needs_bytes());
   Status st = reader.ForEach(filter, on_syscall, on_process);
