@@ -343,9 +343,10 @@ int Run(const ReplayCli& c) {
       n += count;
       what += fmt::format("{}{} {}", what.empty() ? "" : ", ", SignalName(sig), count);
     }
-    fmt::print("signals:    {} taken in the recording ({}); not sent again: their handlers' "
-               "calls replay in place\n",
-               n, what);
+    fmt::print(
+        "signals:    {} taken in the recording ({}); not sent again: their handlers' "
+        "calls replay in place\n",
+        n, what);
   }
   // Emulated calls that change files (a device node, a call on a descriptor the replay does not
   // hold): what they did is not in the replayed tree, and the end-state check says where.

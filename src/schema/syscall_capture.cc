@@ -1,6 +1,9 @@
 #include "schema/syscall_capture.h"
 
+#include "schema/syscall_values.h"
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace fay {
@@ -297,9 +300,17 @@ void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& m
   }
 }
 
+bool OutOnlyWhenInterrupted(int nr) {
+  return nr == sysno::nanosleep || nr == sysno::clock_nanosleep;
+}
+
+bool InterruptedSleep(int64_t ret) {
+  return ret == -EINTR || ret == -kERestartRestartBlock;
+}
+
 void CaptureAtExit(int nr, const std::array<uint64_t, 6>& args, int64_t ret, TraceeMemory& mem,
                    uint64_t max_buffer, std::vector<CapturedBuffer>* out) {
-  if (ret < 0) return;
+  if (OutOnlyWhenInterrupted(nr) ? !InterruptedSleep(ret) : ret < 0) return;
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return;
   Capturer c{mem, max_buffer, out};

@@ -53,8 +53,13 @@ uint64_t FixedArgSize(ArgType type);
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
                     uint64_t max_buffer, std::vector<CapturedBuffer>* out);
 
+// The sleeps write the time left only when a signal cuts them short (EINTR, or the restart code
+// the kernel turns into it): their out buffer is captured then, and only then.
+bool OutOnlyWhenInterrupted(int nr);
+bool InterruptedSleep(int64_t ret);
+
 // Buffers coming out of the kernel, sized by the return value where the table says so. Nothing
-// is captured for a failed call (ret < 0).
+// is captured for a failed call (ret < 0), but for an interrupted sleep's time left.
 void CaptureAtExit(int nr, const std::array<uint64_t, 6>& args, int64_t ret, TraceeMemory& mem,
                    uint64_t max_buffer, std::vector<CapturedBuffer>* out);
 

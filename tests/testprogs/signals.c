@@ -5,13 +5,19 @@
 //   a child that exits 3            -> SIGCHLD CLD_EXITED, while SIGCHLD is ignored by default
 //   a child killed with SIGTERM     -> SIGTERM in the child (fatal), SIGCHLD CLD_KILLED handled
 //   a load from address 16          -> SIGSEGV SEGV_MAPERR si_addr=0x10, handled
-// Usage: signals
+// With the argument `sleep`, only: a 1 s clock_nanosleep that a SIGALRM 20 ms later cuts short,
+// which writes the time left.
+// Usage: signals [sleep]
 #define _GNU_SOURCE
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static sigjmp_buf after_fault;
@@ -33,7 +39,16 @@ static void handle(int sig, void (*fn)(int)) {
   sigaction(sig, &sa, 0);
 }
 
-int main(void) {
+static int interrupted_sleep(void) {
+  handle(SIGALRM, on_signal);
+  struct itimerval at = {{0, 0}, {0, 20000}};
+  setitimer(ITIMER_REAL, &at, 0);
+  struct timespec want = {1, 0}, left;
+  return clock_nanosleep(CLOCK_REALTIME, 0, &want, &left) == EINTR ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "sleep") == 0) return interrupted_sleep();
   handle(SIGUSR1, on_signal);
   handle(SIGUSR2, on_signal);
   kill(getpid(), SIGUSR1);

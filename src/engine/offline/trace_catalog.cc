@@ -24,8 +24,8 @@ ProbeInfo TraceCatalog::SignalProbe() {
   for (const char* prefix : {"", "args."}) {
     int index = 0;
     for (const char* name : {"sig", "errno", "code"}) {
-      p.fields.push_back({std::string(prefix) + name, Type::Int(true), FieldSource::kCtx,
-                          4 * index, 4, index, "int"});
+      p.fields.push_back({std::string(prefix) + name, Type::Int(true), FieldSource::kCtx, 4 * index,
+                          4, index, "int"});
       ++index;
     }
   }
@@ -37,11 +37,11 @@ Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) 
   if (s == kSignalDeliver) return std::vector<ProbeInfo>{SignalProbe()};
   if (s.rfind("syscall:", 0) != 0) {
     std::string provider(s.substr(0, s.find(':')));
-    return Error(Code::kInvalidArgument,
-                 fmt::format("'{}' is not in a recorded trace: a trace holds syscall events and "
-                             "the signals delivered (use syscall:NAME, syscall:* or {})",
-                             provider.empty() ? std::string(s) : provider + ":...",
-                             kSignalDeliver));
+    return Error(
+        Code::kInvalidArgument,
+        fmt::format("'{}' is not in a recorded trace: a trace holds syscall events and "
+                    "the signals delivered (use syscall:NAME, syscall:* or {})",
+                    provider.empty() ? std::string(s) : provider + ":...", kSignalDeliver));
   }
   Expected<std::vector<ProbeInfo>> probes =
       fallback_reason_.empty() ? live_.Resolve(spec) : table_.Resolve(spec);

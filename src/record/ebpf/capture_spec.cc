@@ -131,7 +131,8 @@ SyscallSpec BuildSyscallSpec(int nr) {
     s.exit[n_exit++] = r;
   }
   s.enter_rules = static_cast<uint8_t>(n_enter);
-  s.exit_rules = static_cast<uint32_t>(n_exit);
+  s.exit_rules = static_cast<uint8_t>(n_exit);
+  s.exit_when_interrupted = OutOnlyWhenInterrupted(nr) ? 1 : 0;
   s.enter_plain = n_enter == 1 && IsPlainRule(s.enter[0]) ? 1 : 0;
   s.exit_plain = n_exit == 1 && IsPlainRule(s.exit[0]) ? 1 : 0;
   return s;

@@ -63,9 +63,13 @@ struct SyscallSpec {
   // stage a short buffer themselves, without the rule loop.
   uint8_t enter_plain = 0;
   uint8_t exit_plain = 0;
-  uint32_t exit_rules = 0;     // +4: how many `exit` rules are set (0: no work at exit)
+  uint8_t exit_rules = 0;  // +4: how many `exit` rules are set (0: no work at exit)
+  // +5: 1 when the exit rules run only for a call a signal cut short (-EINTR, or
+  // -ERESTART_RESTARTBLOCK), not on success: the sleeps' time left (OutOnlyWhenInterrupted)
+  uint8_t exit_when_interrupted = 0;
+  uint16_t exit_pad = 0;
   Rule enter[kRulesPerPhase];  // +8: buffers going into the kernel (BufferDir::kIn)
-  Rule exit[kRulesPerPhase];   // +104: buffers coming out, only when ret >= 0 (BufferDir::kOut)
+  Rule exit[kRulesPerPhase];   // +104: buffers coming out, when ret >= 0 (BufferDir::kOut)
 };
 static_assert(sizeof(SyscallSpec) == 200);
 inline constexpr int kSpecEnterOff = 8;
@@ -73,6 +77,8 @@ inline constexpr int kSpecExitOff = 8 + 16 * kRulesPerPhase;
 
 inline constexpr int kSpecEnterPlainOff = 2;
 inline constexpr int kSpecExitPlainOff = 3;
+inline constexpr int kSpecExitRulesOff = 4;
+inline constexpr int kSpecExitWhenInterruptedOff = 5;
 
 // A string, or a byte range at an argument as long as another argument or the return value
 // says, with no flag, cap or multiplier: paths, and read's and write's buffers, the commonest

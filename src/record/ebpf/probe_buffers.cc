@@ -668,7 +668,7 @@ void GenPhase(Gen& g, Phase phase) {
   if (phase == Phase::kEnter)
     e.Load(1, R1, R8, 1);
   else if (phase == Phase::kExit)
-    e.Load(4, R1, R8, 4);
+    e.Load(1, R1, R8, kSpecExitRulesOff);
   else
     e.MovImm(R1, kRulesPerPhase);
   g.Loop(g.rule_cb, &g.uses_rule_cb);

@@ -9,6 +9,8 @@
 #include <linux/bpf.h>
 #include <signal.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <cstdint>
 

@@ -356,10 +356,21 @@ void GenSysExit(Gen& g) {
     GenPhase(g, Phase::kEnterRetry);
     e.Bind(no_retry);
   }
-  e.Load(8, R1, R9, kVRet);
-  e.JmpIfImm(BPF_JSLT, R1, 0, record);
-  e.Load(4, R1, R8, 4);
-  e.JmpIfImm(BPF_JEQ, R1, 0, record);
+  {
+    Label sleep = e.NewLabel(), out = e.NewLabel();
+    e.Load(1, R1, R8, kSpecExitRulesOff);
+    e.JmpIfImm(BPF_JEQ, R1, 0, record);
+    e.Load(8, R1, R9, kVRet);
+    e.Load(1, R2, R8, kSpecExitWhenInterruptedOff);
+    e.JmpIfImm(BPF_JNE, R2, 0, sleep);
+    e.JmpIfImm(BPF_JSLT, R1, 0, record);
+    e.Jmp(out);
+    e.Bind(sleep);
+    e.Comment("a sleep writes its time left only when a signal cuts it short");
+    e.JmpIfImm(BPF_JEQ, R1, -EINTR, out);
+    e.JmpIfImm(BPF_JNE, R1, -kERestartRestartBlock, record);
+    e.Bind(out);
+  }
   e.Comment("buffers coming out of the kernel");
   GenPhase(g, Phase::kExit);
   e.Bind(record);

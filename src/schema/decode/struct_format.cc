@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "schema/decode/siginfo.h"
+#include "schema/syscall_capture.h"
 #include "schema/syscall_values.h"
 
 namespace fay::decode {
@@ -491,7 +492,14 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
   uint64_t addr = ev.args[i];
   if (addr == 0) return std::string("NULL");
   // What the kernel wrote is only meaningful when the call succeeded; strace shows the address.
-  if (a.dir == ArgDir::kOut && ctx.Failed()) return Addr(addr);
+  // A sleep writes its time left only when a signal cut it short, and a sleep to an absolute
+  // time (TIMER_ABSTIME) not even then.
+  if (a.dir == ArgDir::kOut && OutOnlyWhenInterrupted(ev.nr)) {
+    bool absolute = ev.nr == sysno::clock_nanosleep && (ev.args[1] & 1);
+    if (!InterruptedSleep(ev.ret) || absolute) return Addr(addr);
+  } else if (a.dir == ArgDir::kOut && ctx.Failed()) {
+    return Addr(addr);
+  }
   BufferDir dir = a.dir == ArgDir::kIn ? BufferDir::kIn : BufferDir::kOut;
   const CapturedBuffer* b = a.dir == ArgDir::kInOut ? ctx.Latest(i, 0) : ctx.Find(i, 0, dir);
   if (a.dir == ArgDir::kInOut && ctx.Failed()) b = ctx.Find(i, 0, BufferDir::kIn);
