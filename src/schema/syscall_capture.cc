@@ -102,6 +102,14 @@ struct Capturer {
   }
 
   bool ReadU64(uint64_t addr, uint64_t* v) { return mem.Read(addr, v, 8) == 8; }
+
+  // What a pointer inside a struct points to: the u64 at `at`, then `len` bytes there, as
+  // element `sub` of the argument (see PointeeRules). Nothing for a NULL or unreadable pointer.
+  void Pointee(int arg, int sub, BufferDir dir, uint64_t at, uint64_t len) {
+    uint64_t ptr = 0;
+    if (!ReadU64(at, &ptr) || ptr == 0) return;
+    Bytes(arg, sub, dir, ptr, len);
+  }
   bool ReadU32(uint64_t addr, uint32_t* v) { return mem.Read(addr, v, 4) == 4; }
 
   // iovec array (sub base) and element data (sub base + 1 + i). With limit >= 0 the elements
@@ -266,6 +274,8 @@ uint64_t FixedArgSize(ArgType type) {
       return 24;
     case ArgType::kSiginfo:
       return 128;
+    case ArgType::kSigmaskArg:
+      return 16;
     case ArgType::kFdPair:
       return 8;
     case ArgType::kIntPtr:
@@ -298,6 +308,18 @@ void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& m
     if (!IsMemory(a.type) || a.dir == ArgDir::kOut) continue;
     CaptureArg(c, i, a, args, BufferDir::kIn, -1);
   }
+  for (const PointeeRule& p : PointeeRules(nr, BufferDir::kIn))
+    if (args[p.arg] != 0) c.Pointee(p.arg, p.sub, BufferDir::kIn, args[p.arg] + p.offset, p.len);
+}
+
+std::span<const PointeeRule> PointeeRules(int nr, BufferDir dir) {
+  // pselect6's mask: { const sigset_t *ss; size_t ss_len; }. clone3's results: the pidfd and
+  // the parent's tid it writes through clone_args.pidfd (offset 8) and .parent_tid (24).
+  static constexpr PointeeRule kPselect[] = {{5, 1, 0, 8}};
+  static constexpr PointeeRule kClone3[] = {{0, 1, 24, 4}, {0, 2, 8, 4}};
+  if (nr == sysno::pselect6 && dir == BufferDir::kIn) return kPselect;
+  if (nr == sysno::clone3 && dir == BufferDir::kOut) return kClone3;
+  return {};
 }
 
 bool OutOnlyWhenInterrupted(int nr) {
@@ -321,6 +343,8 @@ void CaptureAtExit(int nr, const std::array<uint64_t, 6>& args, int64_t ret, Tra
     if (!IsMemory(a.type) || a.dir == ArgDir::kIn) continue;
     CaptureArg(c, i, a, args, BufferDir::kOut, ret);
   }
+  for (const PointeeRule& p : PointeeRules(nr, BufferDir::kOut))
+    if (args[p.arg] != 0) c.Pointee(p.arg, p.sub, BufferDir::kOut, args[p.arg] + p.offset, p.len);
 }
 
 bool FcntlTakesFlock(uint64_t cmd) {

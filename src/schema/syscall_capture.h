@@ -8,12 +8,14 @@
 //   msghdr         0 = struct msghdr, 1 = msg_name, 2 = msg_control, 3 = the struct iovec[],
 //                  4 + i = the data of element i
 //   argv/envp      0 = the char*[] up to its NULL, 1 + i = string i
+//   pointees       1, 2 = what pointers inside the struct point to (PointeeRules)
 //   everything else 0
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "schema/syscall_event.h"
@@ -52,6 +54,14 @@ uint64_t FixedArgSize(ArgType type);
 // writev, sockaddr of connect/bind/sendto, msghdr of sendmsg, ...).
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
                     uint64_t max_buffer, std::vector<CapturedBuffer>* out);
+
+// A buffer a pointer inside a struct argument points to: the u64 at args[arg] + offset, then
+// len bytes there, kept as element `sub` of the argument. Both backends follow these.
+struct PointeeRule {
+  int arg, sub;
+  uint32_t offset, len;
+};
+std::span<const PointeeRule> PointeeRules(int nr, BufferDir dir);
 
 // The sleeps write the time left only when a signal cuts them short (EINTR, or the restart code
 // the kernel turns into it): their out buffer is captured then, and only then.

@@ -113,6 +113,7 @@ enum class ArgType : uint8_t {
   kOpenHow,     // struct open_how
   kStackT,      // stack_t (sigaltstack)
   kSiginfo,     // siginfo_t (128 bytes)
+  kSigmaskArg,  // pselect6's { const sigset_t *ss; size_t ss_len; }, and the set it points to
   kCount_,
 };
 

@@ -130,6 +130,21 @@ SyscallSpec BuildSyscallSpec(int nr) {
     r.flags = kRuleFcntlReturnsLock;
     s.exit[n_exit++] = r;
   }
+  // Last: a pointee rule leaves its element number set for the rules after it.
+  for (BufferDir dir : {BufferDir::kIn, BufferDir::kOut}) {
+    for (const PointeeRule& p : PointeeRules(nr, dir)) {
+      Rule r;
+      r.kind = kRulePointee;
+      r.arg = static_cast<uint8_t>(p.arg);
+      r.len_arg = static_cast<uint8_t>(p.sub);
+      r.fixed = p.offset;
+      r.max = p.len;
+      if (dir == BufferDir::kIn)
+        s.enter[n_enter++] = r;
+      else
+        s.exit[n_exit++] = r;
+    }
+  }
   s.enter_rules = static_cast<uint8_t>(n_enter);
   s.exit_rules = static_cast<uint8_t>(n_exit);
   s.exit_when_interrupted = OutOnlyWhenInterrupted(nr) ? 1 : 0;

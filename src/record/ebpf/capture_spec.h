@@ -23,6 +23,9 @@ enum RuleKind : uint8_t {
   kRuleStrArray = 3,  // a NULL-terminated array of string pointers (argv, envp)
   kRuleIovec = 4,     // an iovec array of args[len_arg] entries, then each element's bytes
   kRuleMsghdr = 5,    // a struct msghdr, its name, control data, iovec array and elements
+  // What a pointer inside the struct at args[arg] points to (PointeeRules): the u64 at offset
+  // `fixed`, then `max` bytes there, as element `len_arg` of the argument. Last in a phase.
+  kRulePointee = 6,
 };
 
 enum RuleSource : uint8_t {

@@ -418,6 +418,31 @@ void GenRule(Gen& g, Label next) {
     e.Bind(bytes);
   }
 
+  {
+    Label not_pointee = e.NewLabel();
+    e.Load(1, R1, R8, rb + 0);
+    e.JmpIfImm(BPF_JNE, R1, kRulePointee, not_pointee);
+    e.Comment("what a pointer inside the struct points to");
+    e.Load(8, R3, R9, kVAddr);
+    e.Load(4, R1, R8, rb + 8);
+    e.Alu(BPF_ADD, R3, R1);
+    e.StoreImm(8, R10, kFpTmp, 0);
+    e.Mov(R1, R10);
+    e.AluImm(BPF_ADD, R1, kFpTmp);
+    e.MovImm(R2, 8);
+    e.Call(BPF_FUNC_probe_read_user);
+    e.JmpIfImm(BPF_JNE, R0, 0, next);
+    e.Load(8, R3, R10, kFpTmp);
+    e.JmpIfImm(BPF_JEQ, R3, 0, next);
+    e.Store(8, R9, kVAddr, R3);
+    e.Store(8, R9, kScrFrag + 40, R3);
+    e.Load(1, R1, R8, rb + 3);
+    e.Store(2, R9, kScrFrag + 18, R1);
+    e.Load(4, R4, R8, rb + 12);
+    e.Store(8, R9, kScrFrag + 24, R4);
+    e.Jmp(have_bytes);
+    e.Bind(not_pointee);
+  }
   // Byte range: compute its length into R4.
   Label not_fixed = e.NewLabel(), not_arg = e.NewLabel(), not_ret = e.NewLabel();
   e.Load(1, R2, R8, rb + 2);

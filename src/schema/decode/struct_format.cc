@@ -629,8 +629,32 @@ std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
       return fmt::format("{:#x} /* {} entries */", addr, CountDirents(b));
     case ArgType::kFdSet:
       return FdSet(b, static_cast<int32_t>(ev.args[0]));
-    case ArgType::kCloneArgs:
-      return Has(b, 64) ? CloneArgs(b) : Addr(addr);
+    case ArgType::kCloneArgs: {
+      if (!Has(b, 64)) return Addr(addr);
+      std::string out = CloneArgs(b);
+      // What the call wrote through the struct's pointers, in the parent (strace's "=> {...}").
+      uint64_t flags = Get<uint64_t>(b, 0);
+      std::string wrote;
+      auto put = [&](uint64_t flag, int sub, const char* name) {
+        const CapturedBuffer* p = ctx.Find(i, sub, BufferDir::kOut);
+        if ((flags & flag) && p && Has(p, 4))
+          wrote += fmt::format("{}{}=[{}]", wrote.empty() ? "" : ", ", name, Get<int32_t>(p, 0));
+      };
+      if (ev.ret > 0) {
+        put(0x1000, 2, "pidfd");         // CLONE_PIDFD
+        put(0x100000, 1, "parent_tid");  // CLONE_PARENT_SETTID
+      }
+      return wrote.empty() ? out : out + " => {" + wrote + "}";
+    }
+    case ArgType::kSigmaskArg: {
+      if (!Has(b, 16)) return Addr(addr);
+      uint64_t set = Get<uint64_t>(b, 0);
+      const CapturedBuffer* p = ctx.Find(i, 1, BufferDir::kIn);
+      std::string mask = set == 0                             ? std::string("NULL")
+                         : p && !p->not_captured && Has(p, 1) ? Sigset(p)
+                                                              : Addr(set);
+      return fmt::format("{{sigmask={}, sigsetsize={}}}", mask, Get<uint64_t>(b, 8));
+    }
     case ArgType::kOpenHow:
       return Has(b, 24)
                  ? fmt::format(

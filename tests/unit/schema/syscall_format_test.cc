@@ -4,8 +4,10 @@
 // leaves to its caller.
 #include "schema/syscall_format.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -809,6 +811,55 @@ TEST(SyscallFormat, StraceLevelDecodingOfCopiesAndOptions) {
     });
     EXPECT_EQ(Fmt(ev), Strace("1 pselect6(6, [5], NULL, NULL, {tv_sec=1, tv_nsec=0}, "
                               "0x7ffd51a74e30) = 1 (in [5], left {tv_sec=0, tv_nsec=999994830})"));
+  }
+  {
+    // pselect6's mask is a struct pointing to the set: both are followed.
+    Call c("pselect6");
+    uint64_t set = 1u << 5, mask = (1u << (SIGUSR1 - 1)) | (1u << (SIGTERM - 1));
+    uint64_t rd = c.Obj(set), to = c.Obj(timespec{0, 1000});
+    uint64_t sigmask[2] = {c.Obj(mask), 8}, no_mask[2] = {0, 8};
+    c.Args({6, rd, 0, 0, to, c.Obj(sigmask)});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 pselect6(6, [5], NULL, NULL, {tv_sec=0, tv_nsec=1000}, "
+                                    "{sigmask=[USR1 TERM], sigsetsize=8}) = 0 (Timeout)"));
+    c.ev.buffers.clear();
+    c.Args({6, rd, 0, 0, to, c.Obj(no_mask)});
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 pselect6(6, [5], NULL, NULL, {tv_sec=0, tv_nsec=1000}, "
+                                    "{sigmask=NULL, sigsetsize=8}) = 0 (Timeout)"));
+  }
+  {
+    // clone3 shows what it wrote through clone_args.parent_tid, in the parent only.
+    Call c("clone3");
+    uint64_t tid_at = c.Obj(int32_t{0});
+    uint64_t args[11] = {0x100000, 0, 0, tid_at, SIGCHLD, 0, 0, 0, 0, 0, 0};
+    c.Args({c.Obj(args), 88});
+    SyscallEvent ev = c.Run(4321, [&](FakeMemory& m) {
+      int32_t tid = 4321;
+      std::memcpy(m.At(tid_at).data(), &tid, sizeof tid);
+    });
+    EXPECT_EQ(Fmt(ev), Strace("1 clone3({flags=CLONE_PARENT_SETTID, parent_tid=" +
+                              fmt::format("{:#x}", tid_at) +
+                              ", exit_signal=SIGCHLD, stack=NULL, stack_size=0} => "
+                              "{parent_tid=[4321]}, 88) = 4321"));
+    ev.ret = 0;  // the child's line says nothing of it
+    EXPECT_EQ(Fmt(ev), Strace("1 clone3({flags=CLONE_PARENT_SETTID, parent_tid=" +
+                              fmt::format("{:#x}", tid_at) +
+                              ", exit_signal=SIGCHLD, stack=NULL, stack_size=0}, 88) = 0"));
+  }
+  {
+    // An interrupted sleep shows its time left; one that ran out shows the address.
+    Call c("clock_nanosleep");
+    uint64_t left = c.Obj(timespec{0, 0});
+    c.Args({0, 0, c.Obj(timespec{1, 0}), left});
+    SyscallEvent ev = c.Run(-516, [&](FakeMemory& m) {
+      timespec t = {0, 979982831};
+      std::memcpy(m.At(left).data(), &t, sizeof t);
+    });
+    EXPECT_EQ(Fmt(ev), Strace("1 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=1, tv_nsec=0}, "
+                              "{tv_sec=0, tv_nsec=979982831}) = ? ERESTART_RESTARTBLOCK "
+                              "(Interrupted by signal)"));
+    c.ev.buffers.clear();
+    EXPECT_EQ(Fmt(c.Run(0)), Strace("1 clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=1, tv_nsec=0}, " +
+                                    fmt::format("{:#x}", left) + ") = 0"));
   }
 }
 
