@@ -296,8 +296,14 @@ uint64_t FixedArgSize(ArgType type) {
 // fcntl's third argument is a struct flock only for the lock commands, which no per-argument spec
 // can say; this is the one rule that looks at another argument's value.
 
+std::span<const StackRule> StackRules(int nr) {
+  static constexpr StackRule kSigreturn[] = {{296, 8}};  // rt_sigframe's uc.uc_sigmask
+  if (nr == sysno::rt_sigreturn) return kSigreturn;
+  return {};
+}
+
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
-                    uint64_t max_buffer, std::vector<CapturedBuffer>* out) {
+                    uint64_t max_buffer, std::vector<CapturedBuffer>* out, uint64_t stack_pointer) {
   const SyscallSignature& sig = Signature(nr);
   if (!sig.decoded) return;
   Capturer c{mem, max_buffer, out};
@@ -310,6 +316,9 @@ void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& m
   }
   for (const PointeeRule& p : PointeeRules(nr, BufferDir::kIn))
     if (args[p.arg] != 0) c.Pointee(p.arg, p.sub, BufferDir::kIn, args[p.arg] + p.offset, p.len);
+  if (stack_pointer != 0)
+    for (const StackRule& r : StackRules(nr))
+      c.Bytes(kStackArg, 0, BufferDir::kIn, stack_pointer + r.offset, r.len);
 }
 
 std::span<const PointeeRule> PointeeRules(int nr, BufferDir dir) {

@@ -9,6 +9,7 @@
 //                  4 + i = the data of element i
 //   argv/envp      0 = the char*[] up to its NULL, 1 + i = string i
 //   pointees       1, 2 = what pointers inside the struct point to (PointeeRules)
+// and argument kStackArg (6), sub 0: bytes of the user stack (StackRules)
 //   everything else 0
 #pragma once
 
@@ -50,10 +51,21 @@ bool FcntlReturnsFlock(uint64_t cmd);
 // Size in bytes of the fixed-size user struct an ArgType names on x86-64; 0 for variable ones.
 uint64_t FixedArgSize(ArgType type);
 
+// A call that reads the user stack rather than an argument: rt_sigreturn restores the signal
+// mask from the frame the kernel built there (uc_sigmask, 296 bytes above the stack pointer at
+// entry on x86-64). Kept as "argument" kStackArg, with the absolute address.
+inline constexpr int kStackArg = 6;
+struct StackRule {
+  uint32_t offset, len;
+};
+std::span<const StackRule> StackRules(int nr);
+
 // Buffers going into the kernel (paths, write data, structs passed in, iovec arrays + elements of
-// writev, sockaddr of connect/bind/sendto, msghdr of sendmsg, ...).
+// writev, sockaddr of connect/bind/sendto, msghdr of sendmsg, ...). `stack_pointer` is the
+// thread's at entry (0: unknown, and StackRules are not followed).
 void CaptureAtEntry(int nr, const std::array<uint64_t, 6>& args, TraceeMemory& mem,
-                    uint64_t max_buffer, std::vector<CapturedBuffer>* out);
+                    uint64_t max_buffer, std::vector<CapturedBuffer>* out,
+                    uint64_t stack_pointer = 0);
 
 // A buffer a pointer inside a struct argument points to: the u64 at args[arg] + offset, then
 // len bytes there, kept as element `sub` of the argument. Both backends follow these.

@@ -326,6 +326,7 @@ std::string FormatArgs(const ArgContext& ctx) {
   std::string name(sig.name);
   if (name == "clone") return FormatClone(ev);
   if (name == "futex") return FormatFutex(ev);
+  if (name == "rt_sigreturn") return SigreturnMask(ctx);
   bool mknod = name == "mknod" || name == "mknodat";
   std::string out;
   for (int i = 0; i < sig.nargs; ++i) {

@@ -245,7 +245,8 @@ PID_RETURNS = {"clone", "clone3", "fork", "vfork", "getpid", "gettid", "set_tid_
 # Syscalls with pid arguments: pids in their argument text are compared as thread names.
 PID_ARGS = {"wait4", "waitid", "kill", "tkill", "tgkill", "prlimit64", "setpgid", "getpgid",
             "getsid", "sched_getaffinity", "sched_setaffinity", "pidfd_open", "rt_sigqueueinfo",
-            "rt_tgsigqueueinfo", "sched_getparam", "sched_getscheduler", "sched_setscheduler"}
+            "rt_tgsigqueueinfo", "sched_getparam", "sched_getscheduler", "sched_setscheduler",
+            "clone3"}  # clone3: its "=> {parent_tid=[N]}"
 # Syscalls whose arguments carry run-dependent content (random bytes, clocks, resource use);
 # their arguments are not compared at all, only name and return.
 CONTENT_VARIES = {"getrandom", "sysinfo", "getrusage", "times", "clock_gettime", "gettimeofday",

@@ -1,7 +1,7 @@
 // Signals of every origin whose siginfo is deterministic, for the signal-delivery tests:
 //   kill(self, SIGUSR1)             -> SI_USER
 //   sigqueue(self, SIGUSR2, 42)     -> SI_QUEUE with a value
-//   tgkill(self, self, SIGUSR1)     -> SI_TKILL
+//   tgkill(self, self, SIGUSR1)     -> SI_TKILL, taken with SIGUSR2 blocked
 //   a child that exits 3            -> SIGCHLD CLD_EXITED, while SIGCHLD is ignored by default
 //   a child killed with SIGTERM     -> SIGTERM in the child (fatal), SIGCHLD CLD_KILLED handled
 //   a load from address 16          -> SIGSEGV SEGV_MAPERR si_addr=0x10, handled
@@ -54,7 +54,13 @@ int main(int argc, char** argv) {
   kill(getpid(), SIGUSR1);
   union sigval v = {.sival_int = 42};
   sigqueue(getpid(), SIGUSR2, v);
+  // Taken with SIGUSR2 blocked: the handler's rt_sigreturn restores the mask [USR2].
+  sigset_t usr2, none;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  sigprocmask(SIG_BLOCK, &usr2, &none);
   syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), SIGUSR1);
+  sigprocmask(SIG_SETMASK, &none, 0);
 
   pid_t child = fork();
   if (child == 0) _exit(3);

@@ -130,6 +130,16 @@ SyscallSpec BuildSyscallSpec(int nr) {
     r.flags = kRuleFcntlReturnsLock;
     s.exit[n_exit++] = r;
   }
+  // The user stack, from the stack pointer the probes keep as argument kStackArg.
+  for (const StackRule& st : StackRules(nr)) {
+    Rule r;
+    r.kind = kRuleBytes;
+    r.arg = kStackArg;
+    r.src = kSrcFixed;
+    r.fixed = st.len;
+    r.addr_offset = static_cast<uint16_t>(st.offset);
+    s.enter[n_enter++] = r;
+  }
   // Last: a pointee rule leaves its element number set for the rules after it.
   for (BufferDir dir : {BufferDir::kIn, BufferDir::kOut}) {
     for (const PointeeRule& p : PointeeRules(nr, dir)) {
@@ -154,6 +164,7 @@ SyscallSpec BuildSyscallSpec(int nr) {
 }
 
 bool IsPlainRule(const Rule& r) {
+  if (r.addr_offset != 0) return false;  // the plain path takes the argument as the address
   if (r.kind == kRuleString) return r.flags == 0;
   return r.kind == kRuleBytes && (r.src == kSrcArg || r.src == kSrcRet) && r.flags == 0 &&
          r.mul == 1 && r.max == 0;

@@ -51,7 +51,7 @@ struct Rule {
   uint8_t len_arg = 0;       // +3
   uint8_t flags = 0;         // +4
   uint8_t mul = 1;           // +5: bytes per element, applied last
-  uint16_t pad = 0;          // +6
+  uint16_t addr_offset = 0;  // +6: added to the address (a StackRule's place above the stack)
   uint32_t fixed = 0;        // +8
   uint32_t max = 0;          // +12: 0 = no cap (applied before mul)
 };

@@ -377,6 +377,8 @@ void GenRule(Gen& g, Label next) {
   e.Alu(BPF_ADD, R3, R2);
   e.Load(8, R3, R3, kScrEntry + 16);
   e.JmpIfImm(BPF_JEQ, R3, 0, next);
+  e.Load(2, R2, R8, rb + 6);  // addr_offset
+  e.Alu(BPF_ADD, R3, R2);
   e.Store(8, R9, kVAddr, R3);
   e.Store(8, R9, kScrFrag + 40, R3);
   e.StoreImm(8, R9, kScrFrag + 32, 0);

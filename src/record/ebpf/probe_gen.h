@@ -33,8 +33,10 @@ constexpr int16_t kFpZero = -8, kFpTgid = -16, kFpNr = -24, kFpTmp = -40, kFpVal
                   kFpStagedFrags = -88;
 
 // Scratch value layout.
-constexpr int16_t kScrEntry = 128;  // [8] nr, [16] args[6] (+16 spare: args[idx & 7] stays in)
-constexpr int16_t kScrRegs = 208;   // pt_regs r10..orig_ax (72 bytes)
+// [8] nr, [16] args[6], then the stack pointer (argument kStackArg) and a spare u64, so that
+// args[idx & 7] stays in.
+constexpr int16_t kScrEntry = 128;
+constexpr int16_t kScrRegs = 208;  // pt_regs r10..orig_ax (72 bytes)
 constexpr int16_t kVAddr = 288, kVWant = 296, kVOff = 304, kVRet = 312, kVCount = 320;
 // A buffer going into the kernel may sit on a page not yet faulted in (a library's string
 // constants), which a probe cannot read. The kernel faults it in when the call reads it, so
@@ -328,8 +330,12 @@ struct Gen {
       e.Load(8, R1, R0, static_cast<int16_t>(56 + 8 * w));
       e.Store(8, R9, static_cast<int16_t>(kScrRegs + 8 * w), R1);
     }
+    e.Comment("pt_regs.sp, where the capture rules read argument kStackArg (StackRules)");
+    e.Load(8, R1, R0, 152);
+    e.Store(8, R9, static_cast<int16_t>(kScrEntry + 16 + 8 * kStackArg), R1);
   }
-  // The arguments, in order, where the capture rules read them.
+  // The arguments, in order, where the capture rules read them (CopyRegs put the stack pointer
+  // after them).
   void ArgsToEntry() {
     for (int i = 0; i < 6; ++i) {
       e.Load(8, R1, R9, static_cast<int16_t>(kScrRegs + kArgInCopy[i]));

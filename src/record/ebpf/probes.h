@@ -62,8 +62,8 @@ enum RecType : uint32_t {
   kRecExec = 4,
   kRecProcExit = 5,
   kRecReturn = 6,
-  kRecCall = 7,   // a whole call in one record (see CallSlot)
-  kRecBatch = 8,  // WireBatch: whole calls staged on one CPU (see kStageOffset)
+  kRecCall = 7,    // a whole call in one record (see CallSlot)
+  kRecBatch = 8,   // WireBatch: whole calls staged on one CPU (see kStageOffset)
   kRecSignal = 9,  // WireProc: `parent` the signal, `filename` its kernel_siginfo, `is_thread`
                    // 1 when noted as it was sent (signal_generate)
 };

@@ -318,7 +318,7 @@ void PtraceRecorder::OnSyscallStop(pid_t tid, Task& t) {
       for (int i = 0; i < 6; ++i) ev.args[i] = args[i];
       FillIdentity(tid, t, ev);
       ProcessVmMemory mem(tid);
-      CaptureAtEntry(nr, ev.args, mem, opt_.max_buffer, &ev.buffers);
+      CaptureAtEntry(nr, ev.args, mem, opt_.max_buffer, &ev.buffers, info.stack_pointer);
     }
     Resume(tid);
     return;

@@ -485,6 +485,12 @@ std::string FormatMode(uint32_t mode) {
   return fmt::format("{}|{:#03o}", type, mode & 07777);
 }
 
+std::string SigreturnMask(const ArgContext& ctx) {
+  const CapturedBuffer* b = ctx.Find(kStackArg, 0, BufferDir::kIn);
+  if (!b || b->not_captured || !Has(b, 8)) return {};
+  return fmt::format("{{mask={}}}", Sigset(b));
+}
+
 std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i) {
   const SyscallEvent& ev = ctx.ev;
   const ArgSpec& a = ctx.sig.args[i];

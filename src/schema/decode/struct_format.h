@@ -32,6 +32,10 @@ std::string Makedev(uint64_t dev);
 // Argument i of a memory ArgType; nullopt to leave the argument out.
 std::optional<std::string> FormatMemoryArg(const ArgContext& ctx, int i);
 
+// rt_sigreturn's one printed argument, the mask it restores from the signal frame on the stack:
+// "{mask=[...]}", or empty when the trace did not keep it.
+std::string SigreturnMask(const ArgContext& ctx);
+
 // What strace adds after a successful return value in parentheses: poll's revents,
 // "Timeout". Empty when nothing.
 std::string ReturnSuffix(const ArgContext& ctx);

@@ -846,6 +846,18 @@ TEST(SyscallFormat, StraceLevelDecodingOfCopiesAndOptions) {
                               ", exit_signal=SIGCHLD, stack=NULL, stack_size=0}, 88) = 0"));
   }
   {
+    // rt_sigreturn's mask comes from the signal frame, 296 bytes above the stack at entry.
+    Call c("rt_sigreturn");
+    uint64_t frame[38] = {};
+    frame[296 / 8] = 1u << (SIGUSR2 - 1);
+    uint64_t sp = c.Obj(frame);
+    CaptureAtEntry(c.ev.nr, c.ev.args, c.mem, 0, &c.ev.buffers, sp);
+    c.ev.ret = 0;
+    EXPECT_EQ(Fmt(c.ev), Strace("1 rt_sigreturn({mask=[USR2]})      = 0"));
+    c.ev.buffers.clear();  // a trace without it (the stack unknown)
+    EXPECT_EQ(Fmt(c.ev), Strace("1 rt_sigreturn()                   = 0"));
+  }
+  {
     // An interrupted sleep shows its time left; one that ran out shows the address.
     Call c("clock_nanosleep");
     uint64_t left = c.Obj(timespec{0, 0});
