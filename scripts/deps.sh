@@ -7,7 +7,8 @@ set -e
 PKGS="build-essential make cmake pkg-config git libbpf-dev libelf-dev zlib1g-dev libzstd-dev
 libxxhash-dev libisal-dev libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev bpftool
 bpftrace strace linux-perf sqlite3 python3 babeltrace2 zstd time clang libclang-rt-14-dev
-libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2"
+libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2
+libzydis-dev"
 [ $# -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do
