@@ -1,0 +1,62 @@
+// Entry probes patched into functions of the calling process: the function's first bytes jump
+// to a trampoline that saves the argument registers, calls the probe's handler with them, puts
+// them back, runs the displaced instructions and returns into the function. This is the
+// mechanism; what a handler runs (the query's compiled probe) is the runtime's business.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "inproc/code_block.h"
+
+namespace fay::inproc {
+
+// The argument registers as the function received them (System V AMD64), in the order the
+// trampoline leaves them on the stack.
+struct EntryRegs {
+  uint64_t r11, r10, rax, r9, r8, rcx, rdx, rsi, rdi;
+  uint64_t Arg(int i) const {
+    const uint64_t args[6] = {rdi, rsi, rdx, rcx, r8, r9};
+    return i >= 0 && i < 6 ? args[i] : 0;
+  }
+};
+static_assert(sizeof(EntryRegs) == 72);
+
+// Called on every entry to the function, on the thread that calls it. It must not unwind.
+using EntryHandler = void (*)(void* context, const EntryRegs* regs);
+
+// One patched function. Destroying it (or Remove) puts the original bytes back.
+class EntryPatch {
+ public:
+  // Patches the function at `address`, whose first bytes are readable for `size` bytes (the
+  // whole function when known: the branch check looks at all of it). No other thread may run
+  // the first bytes of the function meanwhile (the caller stops them, or none runs yet).
+  static Expected<std::unique_ptr<EntryPatch>> Install(uint64_t address, size_t size,
+                                                       EntryHandler handler, void* context);
+  ~EntryPatch();
+  EntryPatch(const EntryPatch&) = delete;
+  EntryPatch& operator=(const EntryPatch&) = delete;
+
+  // Puts the original bytes back. The trampoline stays mapped until destruction, for a thread
+  // that may still be inside it.
+  Status Remove();
+  uint64_t address() const { return address_; }
+  size_t displaced() const { return original_.size(); }
+
+  // Only Install makes one (Key is its own).
+  struct Key {
+    explicit Key() = default;
+  };
+  EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, CodeBlock block)
+      : address_(address), original_(std::move(original)), block_(std::move(block)) {}
+
+ private:
+  uint64_t address_;
+  std::vector<uint8_t> original_;
+  CodeBlock block_;
+  bool installed_ = true;
+};
+
+}  // namespace fay::inproc
