@@ -29,6 +29,11 @@ class CodeBlock {
   Status Write(size_t offset, std::span<const uint8_t> bytes);
   // Read and execute from now on.
   Status Seal();
+  // Leaves the mapping in place for good (code that may run at any time later).
+  void Release() {
+    base_ = nullptr;
+    size_ = 0;
+  }
 
  private:
   CodeBlock(void* base, size_t size) : base_(base), size_(size) {}

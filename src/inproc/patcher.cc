@@ -1,5 +1,10 @@
 #include "inproc/patcher.h"
 
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 
@@ -61,6 +66,138 @@ std::vector<uint8_t> EntryHead(EntryHandler handler, void* context) {
 }
 
 }  // namespace
+
+// Everything below the public API: the shadow stack and the landing stub of return probes.
+struct ReturnProbe {
+  EntryHandler on_entry;
+  ReturnHandler on_return;
+  void* context;
+};
+
+namespace {
+
+struct ShadowFrame {
+  uint64_t ret;   // where the function was to return
+  uint64_t slot;  // the stack slot that held it: orders frames, finds the one returning
+  uint64_t entry_ns;
+  const ReturnProbe* probe;
+};
+
+struct ShadowStack {
+  ShadowFrame frames[kShadowDepth];
+  int depth = 0;
+};
+
+thread_local ShadowStack t_shadow;
+std::atomic<uint64_t> g_too_deep{0}, g_skipped{0};
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t LandingAddress();
+
+// The entry handler of a return probe: the probe's own, then the return address swapped for
+// the landing stub's, kept on the thread's shadow stack.
+void EnterForReturn(void* context, const EntryRegs* regs) {
+  const auto* probe = static_cast<const ReturnProbe*>(context);
+  if (probe->on_entry) probe->on_entry(probe->context, regs);
+  ShadowStack& s = t_shadow;
+  if (s.depth == kShadowDepth) {
+    g_too_deep.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // The return address sits right above the registers the trampoline pushed.
+  auto* slot = reinterpret_cast<uint64_t*>(reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs));
+  s.frames[s.depth++] = {*slot, reinterpret_cast<uint64_t>(slot), NowNs(), probe};
+  *slot = LandingAddress();
+}
+
+// Called by the landing stub with the function's return registers saved at `saved` (xmm0, xmm1,
+// rdx, rax); returns where the function was to return.
+extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
+  const uint64_t slot = reinterpret_cast<uint64_t>(saved) + 48 - 8;
+  ShadowStack& s = t_shadow;
+  // This call's frame is the one whose return address sat in this slot. Any above it never
+  // returned (a longjmp went past them, or a signal handler that ran on another stack did):
+  // found by the slot, not by comparing addresses, which an alternate signal stack reorders.
+  int at = s.depth - 1;
+  while (at >= 0 && s.frames[at].slot != slot) --at;
+  if (at < 0) {
+    // Only frames this thread pushed land here: the stack is not what it was. Nowhere is
+    // safe to return to; say why rather than jump at random.
+    static constexpr char kMsg[] = "fay: in-process return probe lost its frame; aborting\n";
+    (void)!write(2, kMsg, sizeof kMsg - 1);
+    abort();
+  }
+  g_skipped.fetch_add(static_cast<uint64_t>(s.depth - 1 - at), std::memory_order_relaxed);
+  s.depth = at;
+  const ShadowFrame f = s.frames[at];
+  f.probe->on_return(f.probe->context, saved[5], f.entry_ns);
+  return f.ret;
+}
+
+// Return registers saved, FayInprocLanding called, registers restored, jmp to its answer.
+std::vector<uint8_t> LandingCode() {
+  std::vector<uint8_t> c = {
+      0x50,                                // push rax
+      0x52,                                // push rdx
+      0x48, 0x83, 0xec, 0x20,              // sub rsp, 32
+      0xf3, 0x0f, 0x7f, 0x04, 0x24,        // movdqu [rsp], xmm0
+      0xf3, 0x0f, 0x7f, 0x4c, 0x24, 0x10,  // movdqu [rsp+16], xmm1
+      0x48, 0x89, 0xe7,                    // mov rdi, rsp
+      0x48, 0xb8,                          // mov rax, FayInprocLanding
+  };
+  Put64(c, reinterpret_cast<uint64_t>(&FayInprocLanding));
+  c.insert(c.end(), {
+                        0xff, 0xd0,                          // call rax
+                        0x49, 0x89, 0xc3,                    // mov r11, rax
+                        0xf3, 0x0f, 0x6f, 0x04, 0x24,        // movdqu xmm0, [rsp]
+                        0xf3, 0x0f, 0x6f, 0x4c, 0x24, 0x10,  // movdqu xmm1, [rsp+16]
+                        0x48, 0x83, 0xc4, 0x20,              // add rsp, 32
+                        0x5a,                                // pop rdx
+                        0x58,                                // pop rax
+                        0x41, 0xff, 0xe3,                    // jmp r11
+                    });
+  return c;
+}
+
+// One landing stub for the process, made on first use and never unmapped: a thread may be
+// inside a probed function whenever the probes go.
+uint64_t LandingAddress() {
+  static const uint64_t landing = [] {
+    auto block = CodeBlock::MapNear(reinterpret_cast<uint64_t>(&FayInprocLanding), 4096);
+    if (!block.ok()) return uint64_t{0};
+    if (!block->Write(0, LandingCode()).ok() || !block->Seal().ok()) return uint64_t{0};
+    uint64_t at = block->address();
+    block->Release();
+    return at;
+  }();
+  return landing;
+}
+
+}  // namespace
+
+ReturnProbeStats ReturnStats() {
+  return {g_too_deep.load(), g_skipped.load()};
+}
+
+EntryPatch::EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, CodeBlock block)
+    : address_(address), original_(std::move(original)), block_(std::move(block)) {}
+
+Expected<std::unique_ptr<EntryPatch>> EntryPatch::InstallReturn(uint64_t address, size_t size,
+                                                                EntryHandler on_entry,
+                                                                ReturnHandler on_return,
+                                                                void* context) {
+  if (LandingAddress() == 0) return Error(Code::kIo, "cannot map the return probes' landing stub");
+  auto probe = std::make_unique<ReturnProbe>(ReturnProbe{on_entry, on_return, context});
+  FAY_ASSIGN_OR_RETURN(std::unique_ptr<EntryPatch> p,
+                       Install(address, size, &EnterForReturn, probe.get()));
+  p->return_probe_ = std::move(probe);
+  return p;
+}
 
 Expected<std::unique_ptr<EntryPatch>> EntryPatch::Install(uint64_t address, size_t size,
                                                           EntryHandler handler, void* context) {

@@ -27,6 +27,29 @@ static_assert(sizeof(EntryRegs) == 72);
 // Called on every entry to the function, on the thread that calls it. It must not unwind.
 using EntryHandler = void (*)(void* context, const EntryRegs* regs);
 
+// Called when the function returns, with what it returned (rax) and the CLOCK_MONOTONIC time of
+// the entry it returns from. Return probes keep the caller's return address on a per-thread
+// shadow stack and make the function return to a landing stub first, so recursion is exact. A
+// longjmp out of a probed function skips its return: the next return of a probed frame below
+// it finds it on the way and drops it, unreported but counted (ReturnProbeStats::skipped); until
+// then it takes a place on the shadow stack. An exception unwinding through a probed frame finds
+// the landing stub as its return address, which has no unwind information: do not put return probes
+// on functions an exception can pass through (the kernel's uretprobes share the limit).
+using ReturnHandler = void (*)(void* context, uint64_t ret, uint64_t entry_ns);
+
+// Return probes a thread can have pending at once (nested and recursive calls); deeper calls
+// run unprobed and are counted in ReturnProbeStats.
+inline constexpr int kShadowDepth = 256;
+
+struct ReturnProbeStats {
+  uint64_t too_deep = 0;  // returns not probed: the shadow stack was full
+  uint64_t skipped = 0;   // returns never seen: a longjmp passed them
+};
+// Totals over every thread since the process started.
+ReturnProbeStats ReturnStats();
+
+struct ReturnProbe;  // patcher.cc
+
 // One patched function. Destroying it (or Remove) puts the original bytes back.
 class EntryPatch {
  public:
@@ -35,6 +58,12 @@ class EntryPatch {
   // the first bytes of the function meanwhile (the caller stops them, or none runs yet).
   static Expected<std::unique_ptr<EntryPatch>> Install(uint64_t address, size_t size,
                                                        EntryHandler handler, void* context);
+  // A return probe: `on_return` runs when the function returns (see ReturnHandler); `on_entry`
+  // may be null.
+  static Expected<std::unique_ptr<EntryPatch>> InstallReturn(uint64_t address, size_t size,
+                                                             EntryHandler on_entry,
+                                                             ReturnHandler on_return,
+                                                             void* context);
   ~EntryPatch();
   EntryPatch(const EntryPatch&) = delete;
   EntryPatch& operator=(const EntryPatch&) = delete;
@@ -49,14 +78,15 @@ class EntryPatch {
   struct Key {
     explicit Key() = default;
   };
-  EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, CodeBlock block)
-      : address_(address), original_(std::move(original)), block_(std::move(block)) {}
+  EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, CodeBlock block);
 
  private:
   uint64_t address_;
   std::vector<uint8_t> original_;
   CodeBlock block_;
   bool installed_ = true;
+  // A return probe's handlers, which its trampoline points to.
+  std::unique_ptr<ReturnProbe> return_probe_;
 };
 
 }  // namespace fay::inproc

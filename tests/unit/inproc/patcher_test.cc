@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <setjmp.h>
+#include <time.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -101,6 +105,107 @@ TEST(EntryPatch, CostOfAHit) {
   double patched = time_calls();
   std::printf("untraced %.1f ns a call, with an in-process entry probe %.1f ns\n", plain, patched);
   EXPECT_EQ(seen.calls.load(), 2000000u);
+}
+
+}  // namespace
+}  // namespace fay::inproc
+
+namespace fay::inproc {
+namespace {
+
+__attribute__((noinline)) long Depth(long n) {
+  asm volatile("");
+  return n <= 0 ? 0 : 1 + Depth(n - 1);
+}
+long (*volatile depth)(long) = &Depth;
+
+jmp_buf g_jump;
+__attribute__((noinline)) long Jumper(long n) {
+  asm volatile("");
+  if (n < 0) return 0;
+  if (n == 0) longjmp(g_jump, 1);
+  return 1 + Jumper(n - 1);
+}
+long (*volatile jumper)(long) = &Jumper;
+
+// Calls Jumper, which longjmps back here past its four frames; then returns normally.
+__attribute__((noinline)) long Outer(long n) {
+  asm volatile("");
+  if (setjmp(g_jump) == 0) jumper(n);
+  return 7;
+}
+long (*volatile outer)(long) = &Outer;
+
+struct Returns {
+  std::vector<uint64_t> values;
+  uint64_t entries = 0;
+  uint64_t min_latency = UINT64_MAX;
+};
+
+void OnEntry(void* context, const EntryRegs*) {
+  ++static_cast<Returns*>(context)->entries;
+}
+
+void OnReturn(void* context, uint64_t ret, uint64_t entry_ns) {
+  auto* r = static_cast<Returns*>(context);
+  r->values.push_back(ret);
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + ts.tv_nsec;
+  r->min_latency = std::min(r->min_latency, now - entry_ns);
+}
+
+TEST(ReturnPatch, RecursionReturnsInOrderWithEveryValue) {
+  Returns r;
+  auto patch =
+      EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&Depth), 64, &OnEntry, &OnReturn, &r);
+  ASSERT_TRUE(patch.ok()) << patch.status().message();
+  EXPECT_EQ(depth(5), 5);
+  EXPECT_EQ(r.entries, 6u);
+  // The innermost call returns first: 0, 1, ..., 5.
+  EXPECT_EQ(r.values, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_LT(r.min_latency, 1'000'000'000u);
+}
+
+TEST(ReturnPatch, ALongjmpOutOfProbedFramesIsCountedAndTheReturnBelowIsRight) {
+  Returns jumps, outers;
+  auto inner = EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&Jumper), 64, nullptr,
+                                         &OnReturn, &jumps);
+  ASSERT_TRUE(inner.ok()) << inner.status().message();
+  auto patch = EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&Outer), 64, nullptr, &OnReturn,
+                                         &outers);
+  ASSERT_TRUE(patch.ok()) << patch.status().message();
+  const uint64_t skipped = ReturnStats().skipped;
+  EXPECT_EQ(outer(3), 7);  // four probed Jumper frames that never return, then Outer's return
+  EXPECT_TRUE(jumps.values.empty());
+  EXPECT_EQ(outers.values, std::vector<uint64_t>{7});
+  EXPECT_EQ(ReturnStats().skipped - skipped, 4u);
+  // Probes still work after it.
+  Returns d;
+  auto depth_patch =
+      EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&Depth), 64, nullptr, &OnReturn, &d);
+  ASSERT_TRUE(depth_patch.ok()) << depth_patch.status().message();
+  EXPECT_EQ(depth(2), 2);
+  EXPECT_EQ(d.values, (std::vector<uint64_t>{0, 1, 2}));
+}
+
+TEST(ReturnPatch, ThreadsKeepTheirOwnShadowStacks) {
+  static std::atomic<uint64_t> returns{0}, sum{0};
+  auto count = [](void*, uint64_t ret, uint64_t) {
+    returns.fetch_add(1);
+    sum.fetch_add(ret);
+  };
+  auto patch =
+      EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&Depth), 64, nullptr, count, nullptr);
+  ASSERT_TRUE(patch.ok()) << patch.status().message();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([] {
+      for (int i = 0; i < 1000; ++i) EXPECT_EQ(depth(3), 3);
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(returns.load(), 4u * 1000 * 4);  // four returns a call
+  EXPECT_EQ(sum.load(), 4u * 1000 * (0 + 1 + 2 + 3));
 }
 
 }  // namespace
