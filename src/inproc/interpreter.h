@@ -1,0 +1,60 @@
+// An eBPF interpreter, to run a query's uprobe program inside the traced process (the probe that
+// the in-process runtime calls from a patched function, docs/INPROCESS.md). The program is the
+// one fay compiles for the kernel and the kernel's verifier accepts, so the interpreter trusts
+// it as the kernel's JIT does: Prepare checks only that every instruction is one it knows,
+// every jump lands inside, and every helper and map it names is provided.
+//
+// Registers hold real addresses: the stack is an array of this process, a map value is where
+// the map keeps it. Helpers, maps included, are the runtime's (Helpers below); bpf_loop is the
+// interpreter's own, since its callback is bytecode.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+
+namespace fay::inproc {
+
+// A helper: the five argument registers in, R0 out.
+using HelperFn = uint64_t (*)(void* env, const uint64_t args[5]);
+
+struct Helpers {
+  std::array<HelperFn, 256> fns{};  // by BPF_FUNC_* id; null: not provided
+  void* env = nullptr;
+};
+
+class Interpreter {
+ public:
+  // `map_address(index)` gives what a map reference (ld_imm64 BPF_PSEUDO_MAP_FD, its immediate
+  // the map's slot as fay's Emitter leaves it) stands for: the address the map's helpers take.
+  static Expected<Interpreter> Prepare(std::vector<bpf_insn> insns,
+                                       const std::function<uint64_t(int map_index)>& map_address,
+                                       Helpers helpers);
+
+  // Runs the program with R1 = ctx; returns R0. Not reentrant per object: one per thread, or a
+  // lock (probes run on many threads: the runtime keeps one interpreter state per thread).
+  uint64_t Run(uint64_t ctx) const;
+
+  size_t size() const { return insns_.size(); }
+
+ private:
+  Interpreter() = default;
+  // Runs from instruction `pc` with R1..R5 given, until its frame exits; returns R0.
+  uint64_t Exec(size_t pc, const uint64_t args[5], int depth) const;
+
+  std::vector<bpf_insn> insns_;
+  std::vector<uint64_t> imm64_;  // resolved ld_imm64 values, by the index of their first half
+  Helpers helpers_;
+};
+
+// What bpf_loop's callback argument holds in a register: the callback's first instruction,
+// tagged so that nothing else can pass for it.
+inline constexpr uint64_t kFuncTag = 0xfa7f'0000'0000'0000ull;
+
+}  // namespace fay::inproc
