@@ -1,0 +1,75 @@
+// eBPF maps kept in memory that fay and the traced process share, for the programs the
+// in-process interpreter runs: arrays and hash tables, shared or with one copy per slot (what
+// a per-CPU map is in the kernel). A slot is held by one thread for the whole run of a program,
+// as a CPU is in the kernel (preemption is off there), so a program may keep a pointer to a
+// slot's value as it does in the kernel. Fay reads them as it reads the kernel's per-CPU maps:
+// every slot's value of a key, merged.
+//
+// Shared hash tables take concurrent updates from many threads: an entry is claimed with a
+// compare-and-swap on its state, then filled, then published. Unlike the kernel's, which locks
+// a bucket, two threads adding the same new key at the same moment may both add it: fay's
+// programs add only per-thread keys (a tid) to shared tables, and per-slot tables have one
+// thread at a time. An LRU table evicts nothing: full is full (-E2BIG), as for a hash.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "common/status.h"
+
+namespace fay::inproc {
+
+struct MapShape {
+  bpf_map_type type = BPF_MAP_TYPE_ARRAY;  // ARRAY, PERCPU_ARRAY, HASH, PERCPU_HASH, LRU_HASH
+  uint32_t key_size = 0;
+  uint32_t value_size = 0;
+  uint32_t max_entries = 0;
+};
+
+// One map inside a memory region. The object itself is a view: what it points to lives in the
+// region, so fay and the process each make one over the same bytes.
+class ShmMap {
+ public:
+  // Bytes a map of this shape takes with `slots` slots (per-CPU types; 1 for the others).
+  static Expected<size_t> BytesFor(const MapShape& shape, uint32_t slots);
+  // Lays out a new, empty map in `region` (zeroed, BytesFor bytes), or views one laid out by
+  // another process (`fresh` false).
+  static Expected<ShmMap> Place(const MapShape& shape, uint32_t slots, std::span<uint8_t> region);
+
+  // The helpers' semantics: a value's address or null; 0 or -errno (EEXIST for BPF_NOEXIST on
+  // a present key, ENOENT for BPF_EXIST on a missing one, E2BIG when full, EINVAL for an array
+  // update with BPF_NOEXIST or a delete); `slot` picks the copy of a per-CPU map.
+  void* Lookup(const void* key, uint32_t slot) const;
+  int64_t Update(const void* key, const void* value, uint64_t flags, uint32_t slot) const;
+  int64_t Delete(const void* key, uint32_t slot) const;
+
+  // Every present key with its value in each slot (fay's side: merge them as per-CPU values).
+  void ForEach(
+      const std::function<void(const uint8_t* key, uint32_t slot, const uint8_t* value)>& fn) const;
+
+  const MapShape& shape() const { return shape_; }
+  uint32_t slots() const { return slots_; }
+
+ private:
+  bool PerSlot() const {
+    return shape_.type == BPF_MAP_TYPE_PERCPU_ARRAY || shape_.type == BPF_MAP_TYPE_PERCPU_HASH;
+  }
+  bool IsArray() const {
+    return shape_.type == BPF_MAP_TYPE_ARRAY || shape_.type == BPF_MAP_TYPE_PERCPU_ARRAY;
+  }
+  uint8_t* Table(uint32_t slot) const { return base_ + (PerSlot() ? slot : 0) * table_bytes_; }
+
+  MapShape shape_;
+  uint32_t slots_ = 1;
+  uint32_t buckets_ = 0;    // hash tables: a power of two, twice max_entries at least
+  size_t entry_bytes_ = 0;  // hash: state (8), key, value, each 8-aligned; array: value
+  size_t key_off_ = 8, value_off_ = 0;
+  size_t table_bytes_ = 0;
+  uint8_t* base_ = nullptr;
+};
+
+}  // namespace fay::inproc
