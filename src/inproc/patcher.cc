@@ -72,6 +72,9 @@ struct ReturnProbe {
   EntryHandler on_entry;
   ReturnHandler on_return;
   void* context;
+  // Cleared when its patch goes. A thread may still be inside the function, its frame on a
+  // shadow stack pointing here: the probe is kept for it (never freed), and says nothing.
+  std::atomic<bool> live{true};
 };
 
 namespace {
@@ -133,9 +136,13 @@ extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
     abort();
   }
   g_skipped.fetch_add(static_cast<uint64_t>(s.depth - 1 - at), std::memory_order_relaxed);
-  s.depth = at;
+  // The frame is copied before it is given up: a signal handler that runs a probed function
+  // from here on may take its place.
   const ShadowFrame f = s.frames[at];
-  f.probe->on_return(f.probe->context, saved[5], f.entry_ns);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  s.depth = at;
+  if (f.probe->live.load(std::memory_order_acquire))
+    f.probe->on_return(f.probe->context, saved[5], f.entry_ns);
   return f.ret;
 }
 
@@ -192,7 +199,10 @@ Expected<std::unique_ptr<EntryPatch>> EntryPatch::InstallReturn(uint64_t address
                                                                 ReturnHandler on_return,
                                                                 void* context) {
   if (LandingAddress() == 0) return Error(Code::kIo, "cannot map the return probes' landing stub");
-  auto probe = std::make_unique<ReturnProbe>(ReturnProbe{on_entry, on_return, context});
+  auto probe = std::make_unique<ReturnProbe>();
+  probe->on_entry = on_entry;
+  probe->on_return = on_return;
+  probe->context = context;
   FAY_ASSIGN_OR_RETURN(std::unique_ptr<EntryPatch> p,
                        Install(address, size, &EnterForReturn, probe.get()));
   p->return_probe_ = std::move(probe);
@@ -226,6 +236,11 @@ Status EntryPatch::Remove() {
 
 EntryPatch::~EntryPatch() {
   (void)Remove();
+  if (return_probe_) {
+    // Kept for frames still in flight (see ReturnProbe): one small leak per return probe.
+    return_probe_->live.store(false, std::memory_order_release);
+    (void)return_probe_.release();
+  }
 }
 
 }  // namespace fay::inproc

@@ -115,8 +115,12 @@ Expected<Prologue> RelocatePrologue(std::span<const uint8_t> function, uint64_t 
           PutU64(out, target);
           break;
         default: {
-          if (cat != ZYDIS_CATEGORY_COND_BR || d.insn.mnemonic == ZYDIS_MNEMONIC_JRCXZ ||
-              d.insn.mnemonic == ZYDIS_MNEMONIC_JECXZ || d.insn.mnemonic == ZYDIS_MNEMONIC_JCXZ)
+          // jrcxz and loop have no 32-bit form, nor an inverse to skip a far jump with.
+          const ZydisMnemonic mn = d.insn.mnemonic;
+          if (cat != ZYDIS_CATEGORY_COND_BR || mn == ZYDIS_MNEMONIC_JRCXZ ||
+              mn == ZYDIS_MNEMONIC_JECXZ || mn == ZYDIS_MNEMONIC_JCXZ ||
+              mn == ZYDIS_MNEMONIC_LOOP || mn == ZYDIS_MNEMONIC_LOOPE ||
+              mn == ZYDIS_MNEMONIC_LOOPNE)
             return Error(Code::kUnsupported,
                          fmt::format("the {} at +{:#x} cannot run elsewhere",
                                      ZydisMnemonicGetString(d.insn.mnemonic), off));

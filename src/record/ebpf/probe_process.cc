@@ -293,51 +293,67 @@ void GenSignalDeliver(Gen& g) {
 //    kernel queues even ignored signals for a ptraced task);
 //  - a fatal one, which the kernel turns into SIGKILL for every thread (a ptraced task takes it
 //    as itself): the process's group exit then keeps its number.
+// A timer sends signals from a hard interrupt, which may land inside another of these programs
+// on the same CPU: this one keeps everything on its stack, touches no scratch but the counters
+// (atomic adds), and writes its record straight to the target's ring without flushing what the
+// CPU staged (SignalPlacer orders it among the target's calls by time).
 void GenSignalGenerate(Gen& g) {
   Emitter& e = g.e;
   const ProbeOptions& o = g.o;
-  constexpr int16_t kSig = kScrFrag + 200, kFlags = kScrFrag + 208, kCode = kScrFrag + 216;
+  constexpr int16_t kRec = -176;  // the WireProc head and the siginfo: 80 bytes
+  constexpr int16_t kSigPtr = -184, kFlags = -188, kCode = -192;
   const bool group_known = o.task_signal >= 0 && o.signal_flags >= 0 && o.group_exit_code >= 0;
   Label go = e.NewLabel(), ignored = e.NewLabel(), record = e.NewLabel();
   e.Mov(R6, R1);
   e.Load(8, R1, R6, 0);
   e.JmpIfImm(BPF_JEQ, R1, SIGKILL, g.exit_label);
   e.Load(8, R1, R6, 32);
-  if (!group_known) e.JmpIfImm(BPF_JNE, R1, 1, g.exit_label);  // TRACE_SIGNAL_IGNORED
-  e.JmpIfImm(BPF_JGT, R1, 1, g.exit_label);                    // already pending, or lost
+  // TRACE_SIGNAL_*: 0 delivered, 1 ignored, 2 already pending, 3 lost, 4 queued without info.
+  e.JmpIfImm(BPF_JEQ, R1, 1, go);
+  if (!group_known) e.Jmp(g.exit_label);
+  e.JmpIfImm(BPF_JEQ, R1, 0, go);
+  e.JmpIfImm(BPF_JNE, R1, 4, g.exit_label);
+  e.Bind(go);
   g.ZeroKey();
-  g.Scratch(g.exit_label);
   e.StoreImm(8, R10, kFpTgid, 0);
   e.StoreImm(8, R10, kFpNr, 0);
-  GenReadArgField(g, 16, o.task_tgid, kScrFrag + 4, 4);
-  GenReadArgField(g, 16, o.task_pid, kScrFrag + 8, 4);
-  e.Load(4, R1, R9, kScrFrag + 4);
-  e.Store(4, R10, kFpTgid, R1);
-  e.Load(4, R1, R9, kScrFrag + 8);
-  e.Store(4, R10, kFpNr, R1);
-  GenLoadState(g);
-  e.JmpIfImm(BPF_JSET, R1, kActive, go);
-  e.Jmp(g.exit_label);
-  e.Bind(go);
+  auto read_task = [&](int32_t member, int16_t dst, int32_t size) {
+    e.Load(8, R3, R6, 16);
+    e.AluImm(BPF_ADD, R3, member);
+    e.Mov(R1, R10);
+    e.AluImm(BPF_ADD, R1, dst);
+    e.MovImm(R2, size);
+    e.Call(BPF_FUNC_probe_read_kernel);
+    e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+  };
+  read_task(o.task_tgid, kFpTgid, 4);
+  read_task(o.task_pid, kFpNr, 4);
+  {
+    Label traced = e.NewLabel();
+    GenLoadState(g);
+    e.JmpIfImm(BPF_JSET, R1, kActive, traced);
+    e.Jmp(g.exit_label);
+    e.Bind(traced);
+  }
   if (group_known) {
     constexpr int32_t kSignalGroupExit = 0x4;  // SIGNAL_GROUP_EXIT, include/linux/sched/signal.h
-    GenReadArgField(g, 16, o.task_signal, kSig, 8);
+    read_task(o.task_signal, kSigPtr, 8);
     for (auto [member, dst] : {std::pair{o.signal_flags, kFlags}, {o.group_exit_code, kCode}}) {
-      e.Load(8, R3, R9, kSig);
+      e.Load(8, R3, R10, kSigPtr);
       e.AluImm(BPF_ADD, R3, member);
-      e.Mov(R1, R9);
+      e.Mov(R1, R10);
       e.AluImm(BPF_ADD, R1, dst);
       e.MovImm(R2, 4);
       e.Call(BPF_FUNC_probe_read_kernel);
       e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
     }
-    e.Load(4, R2, R9, kFlags);
+    e.Load(4, R2, R10, kFlags);
     e.AluImm(BPF_AND, R2, kSignalGroupExit);
     e.Load(8, R1, R6, 32);
     e.JmpIfImm(BPF_JEQ, R1, 1, ignored);
     e.Comment("queued: recorded only when it ended the process as itself");
     e.JmpIfImm(BPF_JEQ, R2, 0, g.exit_label);
-    e.Load(4, R2, R9, kCode);
+    e.Load(4, R2, R10, kCode);
     e.Load(8, R1, R6, 0);
     e.JmpIf(BPF_JNE, R1, R2, g.exit_label);
     e.Jmp(record);
@@ -346,11 +362,70 @@ void GenSignalGenerate(Gen& g) {
     e.JmpIfImm(BPF_JNE, R2, 0, g.exit_label);
   }
   e.Bind(record);
-  e.Load(4, R1, R10, kFpNr);  // the target thread's ring
-  g.SetRing(R1);
-  GenProcHeader(g, kRecSignal);
-  e.StoreImm(4, R9, kScrFrag + 28, 1);  // noted when sent, not when taken (SignalPlacer)
-  GenSiginfo(g);
+  e.Comment("the record, on the stack");
+  e.StoreImm(4, R10, kRec + 0, static_cast<int32_t>(kRecSignal));
+  e.Load(4, R1, R10, kFpTgid);
+  e.Store(4, R10, kRec + 4, R1);
+  e.Load(4, R1, R10, kFpNr);
+  e.Store(4, R10, kRec + 8, R1);
+  e.Load(8, R1, R6, 0);
+  e.Store(4, R10, kRec + 12, R1);
+  e.StoreImm(4, R10, kRec + 24, 0);
+  e.StoreImm(4, R10, kRec + 28, 1);  // noted when sent, not when taken (SignalPlacer)
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R10, kRec + 16, R0);
+  {
+    constexpr int16_t kInfo = kRec + 32;
+    Label marker = e.NewLabel(), done = e.NewLabel(), kernel = e.NewLabel();
+    e.Load(8, R3, R6, 8);
+    e.JmpIfImm(BPF_JLT, R3, 4096, marker);
+    e.Mov(R1, R10);
+    e.AluImm(BPF_ADD, R1, kInfo);
+    e.MovImm(R2, kSiginfoBytes);
+    e.Call(BPF_FUNC_probe_read_kernel);  // zero-fills on failure
+    e.Jmp(done);
+    e.Bind(marker);
+    e.Comment("SEND_SIG_NOINFO: from this process (SI_USER); SEND_SIG_PRIV: the kernel");
+    for (int16_t off = 0; off < static_cast<int16_t>(kSiginfoBytes); off += 8)
+      e.StoreImm(8, R10, static_cast<int16_t>(kInfo + off), 0);
+    e.Load(8, R1, R6, 0);
+    e.Store(4, R10, kInfo, R1);
+    e.JmpIfImm(BPF_JNE, R3, 0, kernel);
+    e.Call(BPF_FUNC_get_current_pid_tgid);
+    e.AluImm(BPF_RSH, R0, 32);
+    e.Store(4, R10, kInfo + 16, R0);
+    e.Call(BPF_FUNC_get_current_uid_gid);
+    e.Store(4, R10, kInfo + 20, R0);
+    e.Jmp(done);
+    e.Bind(kernel);
+    e.StoreImm(4, R10, kInfo + 8, 0x80);
+    e.Bind(done);
+  }
+  e.Comment("to the target thread's ring, without flushing what this CPU staged");
+  g.ZeroKey();
+  g.Scratch(g.exit_label);  // for the loss counter only
+  {
+    Label done = e.NewLabel();
+    e.LdMap(R1, kMapRing);
+    if (o.rings > 1) {
+      e.Load(4, R2, R10, kFpNr);
+      e.AluImm(BPF_MOD, R2, static_cast<int32_t>(o.rings));
+      for (uint32_t i = 1; i < o.rings; ++i) {
+        Label next = e.NewLabel();
+        e.JmpIfImm(BPF_JNE, R2, static_cast<int32_t>(i), next);
+        e.LdMap(R1, RingSlot(i));
+        e.Jmp(done);
+        e.Bind(next);
+      }
+    }
+    e.Bind(done);
+  }
+  e.Mov(R2, R10);
+  e.AluImm(BPF_ADD, R2, kRec);
+  e.MovImm(R3, 32 + static_cast<int32_t>(kSiginfoBytes));
+  e.MovImm(R4, BPF_RB_NO_WAKEUP);
+  e.Call(BPF_FUNC_ringbuf_output);
+  g.CountIfFailed(kStatLostRecords);
 }
 
 }  // namespace fay::record::ebpf::gen

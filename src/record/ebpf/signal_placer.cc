@@ -38,12 +38,14 @@ void SignalPlacer::Apply(const std::vector<SyscallEvent>& calls, std::vector<Pro
   }
   // A thread that ends takes what was sent to it before it ended (a fatal signal, first).
   for (size_t i = 0; i < kept; ++i) {
-    const ProcessEvent& exit = (*procs)[i];
-    if (exit.kind != ProcessEventKind::kExit) continue;
-    auto it = waiting_.find(exit.tid);
+    if ((*procs)[i].kind != ProcessEventKind::kExit) continue;
+    // Copies: the pushes below may move the vector.
+    const int32_t tid = (*procs)[i].tid;
+    const uint64_t exit_ns = (*procs)[i].time_ns;
+    auto it = waiting_.find(tid);
     if (it == waiting_.end()) continue;
     for (ProcessEvent& s : it->second) {
-      s.time_ns = std::min(s.time_ns, exit.time_ns ? exit.time_ns - 1 : 0);
+      s.time_ns = std::min(s.time_ns, exit_ns ? exit_ns - 1 : 0);
       procs->push_back(std::move(s));
     }
     waiting_.erase(it);

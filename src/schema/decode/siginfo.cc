@@ -124,7 +124,9 @@ struct Info {
 };
 
 void Source(const Info& si, std::string& out) {
-  out += fmt::format(", si_pid={}, si_uid={}", si.pid(), si.uid());
+  // strace prints an id of -1 (nobody's) as -1.
+  out += fmt::format(", si_pid={}, si_uid={}", si.pid(),
+                     si.uid() == UINT32_MAX ? std::string("-1") : std::to_string(si.uid()));
 }
 
 void Value(const Info& si, std::string& out) {
@@ -184,8 +186,10 @@ std::string FormatSiginfo(int signo, std::span<const uint8_t> bytes) {
         break;
       case SIGBUS:
         out += fmt::format(", si_addr={}", Ptr(si.addr()));
-        if (code == BUS_MCEERR_AR || code == BUS_MCEERR_AO)
-          out += fmt::format(", si_addr_lsb={:#x}", si.At<int16_t>(24));
+        if (code == BUS_MCEERR_AR || code == BUS_MCEERR_AO) {
+          int16_t lsb = si.At<int16_t>(24);
+          out += lsb ? fmt::format(", si_addr_lsb={:#x}", lsb) : std::string(", si_addr_lsb=0");
+        }
         break;
       case SIGIO:
         if (code == POLL_IN || code == POLL_OUT || code == POLL_MSG)

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -206,6 +207,37 @@ TEST(ReturnPatch, ThreadsKeepTheirOwnShadowStacks) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(returns.load(), 4u * 1000 * 4);  // four returns a call
   EXPECT_EQ(sum.load(), 4u * 1000 * (0 + 1 + 2 + 3));
+}
+
+}  // namespace
+}  // namespace fay::inproc
+
+namespace fay::inproc {
+namespace {
+
+void (*volatile g_inside)() = nullptr;
+
+__attribute__((noinline)) long CallsBack(long n) {
+  asm volatile("");
+  if (g_inside) g_inside();
+  return n + 1;
+}
+long (*volatile calls_back)(long) = &CallsBack;
+
+std::unique_ptr<EntryPatch> g_patch;
+
+TEST(ReturnPatch, APatchRemovedWhileItsFunctionRunsStillReturnsRightAndSaysNothing) {
+  Returns r;
+  auto patch = EntryPatch::InstallReturn(reinterpret_cast<uint64_t>(&CallsBack), 64, &OnEntry,
+                                         &OnReturn, &r);
+  ASSERT_TRUE(patch.ok()) << patch.status().message();
+  g_patch = std::move(patch).value();
+  g_inside = [] { g_patch.reset(); };  // gone while the call is in flight
+  EXPECT_EQ(calls_back(41), 42);
+  g_inside = nullptr;
+  EXPECT_EQ(r.entries, 1u);
+  EXPECT_TRUE(r.values.empty());  // its return handler's context may be gone: not called
+  EXPECT_EQ(calls_back(1), 2);    // and the function is as it was
 }
 
 }  // namespace

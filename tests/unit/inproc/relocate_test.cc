@@ -112,6 +112,11 @@ TEST(RelocatePrologue, RefusesWhatCannotBePatchedAndSaysWhy) {
   ASSERT_FALSE(jrcxz.ok());
   EXPECT_EQ(jrcxz.status().message(), "the jrcxz at +0x0 cannot run elsewhere");
 
+  // loop -2 neither: it decrements rcx, which no jcc does.
+  auto loop = RelocatePrologue(Bytes{0x90, 0x90, 0x90, 0xe2, 0xfe, 0xc3}, kFunc, kTramp);
+  ASSERT_FALSE(loop.ok());
+  EXPECT_EQ(loop.status().message(), "the loop at +0x3 cannot run elsewhere");
+
   auto undecodable = RelocatePrologue(Bytes{0x06, 0x90, 0x90, 0x90, 0x90}, kFunc, kTramp);
   ASSERT_FALSE(undecodable.ok());  // push es: not an x86-64 instruction
   EXPECT_EQ(undecodable.status().message(), "the instruction at +0x0 cannot be decoded");

@@ -75,6 +75,33 @@ TEST(SignalPlacerTest, AThreadThatEndsTakesItsSignalsBeforeItsExit) {
   EXPECT_EQ(procs[1].kind, ProcessEventKind::kExit);
 }
 
+TEST(SignalPlacerTest, ManyWaitingSignalsOfExitingThreadsAllLand) {
+  // More signals land than the vector has room for: the exits they follow are read before
+  // the vector grows.
+  SignalPlacer p;
+  std::vector<ProcessEvent> sent;
+  for (int t = 0; t < 8; ++t)
+    for (int k = 0; k < 8; ++k) sent.push_back(Sent(100 + t, 1000 + 10 * t + k, 10 + k));
+  p.Apply({}, &sent);
+  EXPECT_TRUE(sent.empty());
+  std::vector<ProcessEvent> exits;
+  for (int t = 0; t < 8; ++t) exits.push_back(Exit(100 + t, 1005 + 10 * t));
+  exits.shrink_to_fit();
+  p.Apply({}, &exits);
+  ASSERT_EQ(exits.size(), 8u + 64u);
+  for (size_t i = 1; i < exits.size(); ++i) EXPECT_LE(exits[i - 1].time_ns, exits[i].time_ns);
+  // Each thread's exit comes after its signals.
+  for (int t = 0; t < 8; ++t) {
+    size_t last_signal = 0, exit_at = 0;
+    for (size_t i = 0; i < exits.size(); ++i) {
+      if (exits[i].tid != 100 + t) continue;
+      if (exits[i].kind == ProcessEventKind::kSignal) last_signal = i;
+      if (exits[i].kind == ProcessEventKind::kExit) exit_at = i;
+    }
+    EXPECT_LT(last_signal, exit_at) << "thread " << 100 + t;
+  }
+}
+
 TEST(SignalPlacerTest, TakenSignalsPassAndTheRestLeaveAtTheEnd) {
   SignalPlacer p;
   ProcessEvent taken = Sent(7, 120, 10);

@@ -74,6 +74,8 @@ TEST(Siginfo, ErrnoUnknownCodesAndNothingCaptured) {
             "{si_signo=SIGCHLD, si_code=77, si_pid=0, si_uid=0, si_status=0, si_utime=0, "
             "si_stime=0}");
   EXPECT_EQ(FormatSiginfo(SIGCHLD, {}), "{si_signo=SIGCHLD}");
+  EXPECT_EQ(FormatSiginfo(SIGUSR1, Info(SIGUSR1, SI_USER).Put<int32_t>(16, 1).Put(20, ~0u).b),
+            "{si_signo=SIGUSR1, si_code=SI_USER, si_pid=1, si_uid=-1}");
   EXPECT_EQ(FormatSiginfo(0, std::vector<uint8_t>(48)), "{}");  // waitid with WNOHANG, none
   EXPECT_EQ(SignalLine(SIGUSR2, Info(SIGUSR2, SI_USER).b),
             "--- SIGUSR2 {si_signo=SIGUSR2, si_code=SI_USER, si_pid=0, si_uid=0} ---");
