@@ -5,6 +5,7 @@
 #include "bpf/codegen/codegen.h"
 #include "bpf/disasm.h"
 #include "cli/commands.h"
+#include "inproc/patchability.h"
 #include "probes/catalog.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
@@ -45,6 +46,21 @@ int RunExplain(const ExplainOptions& opt) {
     return 1;
   }
   fmt::print("{}", DescribePlan(*plan));
+  // Whether each user function could take an in-process probe (docs/INPROCESS.md): the kernel
+  // uprobe runs it today either way.
+  bool heading = false;
+  for (const ProbeInfo& p : plan->probes) {
+    if ((p.kind != ProbeKind::kUprobe && p.kind != ProbeKind::kUretprobe) || p.symbol_size == 0)
+      continue;
+    if (!heading) fmt::print("  in-process patching (docs/INPROCESS.md):\n");
+    heading = true;
+    auto can = inproc::CheckPatchable(p.path, p.file_offset, p.symbol_size, p.symbol_address);
+    if (can.ok())
+      fmt::print("    {}: possible, the jump displaces {} of its {} bytes\n", p.symbol, *can,
+                 p.symbol_size);
+    else
+      fmt::print("    {}: not possible: {}\n", p.symbol, can.status().message());
+  }
   bpf::CodegenOptions copt;
   copt.scoped = opt.scoped;
   // The same task_struct offsets a live query uses, so the listing is the code that would run.

@@ -68,6 +68,8 @@ Expected<std::vector<ProbeInfo>> UprobeProvider::Resolve(std::string_view patter
     p.path = target.path;
     p.symbol = s->name;
     p.file_offset = s->file_offset;
+    p.symbol_address = s->address;
+    p.symbol_size = s->size;
     p.fields = CommonFields();
     for (int i = 0; i < 6; ++i) {
       p.fields.push_back(

@@ -30,6 +30,7 @@ struct ProbeInfo {
   std::string path;          // absolute path of the ELF file
   std::string symbol;        // the matched symbol name
   uint64_t file_offset = 0;  // offset of the symbol in the file, for perf_event uprobe attach
+  uint64_t symbol_address = 0, symbol_size = 0;  // its st_value and st_size
 
   uint64_t period_ns = 0;  // kInterval
   uint64_t hz = 0;         // kProfile
