@@ -124,15 +124,19 @@ struct Gen {
   // R1 = the ring this CPU writes to now (scratch kVRing; R9 = scratch). With one ring, a
   // constant, as before rings could be several.
   void LdRing() {
+    if (o.rings > 1) e.Load(4, R1, R9, kVRing);
+    LdRingNumbered(R1);
+  }
+  // R1 = ring number `index` (a register already below o.rings; R1 itself will do).
+  void LdRingNumbered(Reg index) {
     if (o.rings <= 1) {
       e.LdMap(R1, kMapRing);
       return;
     }
     Label done = e.NewLabel();
-    e.Load(4, R1, R9, kVRing);
     for (uint32_t i = 1; i < o.rings; ++i) {
       Label next = e.NewLabel();
-      e.JmpIfImm(BPF_JNE, R1, static_cast<int32_t>(i), next);
+      e.JmpIfImm(BPF_JNE, index, static_cast<int32_t>(i), next);
       e.LdMap(R1, RingSlot(i));
       e.Jmp(done);
       e.Bind(next);

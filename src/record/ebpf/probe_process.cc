@@ -404,22 +404,9 @@ void GenSignalGenerate(Gen& g) {
   e.Comment("to the target thread's ring, without flushing what this CPU staged");
   g.ZeroKey();
   g.Scratch(g.exit_label);  // for the loss counter only
-  {
-    Label done = e.NewLabel();
-    e.LdMap(R1, kMapRing);
-    if (o.rings > 1) {
-      e.Load(4, R2, R10, kFpNr);
-      e.AluImm(BPF_MOD, R2, static_cast<int32_t>(o.rings));
-      for (uint32_t i = 1; i < o.rings; ++i) {
-        Label next = e.NewLabel();
-        e.JmpIfImm(BPF_JNE, R2, static_cast<int32_t>(i), next);
-        e.LdMap(R1, RingSlot(i));
-        e.Jmp(done);
-        e.Bind(next);
-      }
-    }
-    e.Bind(done);
-  }
+  e.Load(4, R2, R10, kFpNr);
+  if (o.rings > 1) e.AluImm(BPF_MOD, R2, static_cast<int32_t>(o.rings));
+  g.LdRingNumbered(R2);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kRec);
   e.MovImm(R3, 32 + static_cast<int32_t>(kSiginfoBytes));
