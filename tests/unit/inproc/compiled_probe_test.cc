@@ -16,6 +16,7 @@
 #include "bpf/codegen/codegen.h"
 #include "bpf/map.h"
 #include "bpf/program.h"
+#include "inproc/helpers.h"
 #include "inproc/interpreter.h"
 #include "inproc/patcher.h"
 #include "inproc/shm_maps.h"
@@ -40,25 +41,6 @@ struct ProbeRun {
   Maps maps;
   Interpreter* interp = nullptr;
 };
-
-uint64_t Lookup(void*, const uint64_t a[5]) {
-  return reinterpret_cast<uint64_t>(
-      reinterpret_cast<const ShmMap*>(a[0])->Lookup(reinterpret_cast<const void*>(a[1]), 0));
-}
-uint64_t Update(void*, const uint64_t a[5]) {
-  return static_cast<uint64_t>(reinterpret_cast<const ShmMap*>(a[0])->Update(
-      reinterpret_cast<const void*>(a[1]), reinterpret_cast<const void*>(a[2]), a[3], 0));
-}
-uint64_t Delete(void*, const uint64_t a[5]) {
-  return static_cast<uint64_t>(
-      reinterpret_cast<const ShmMap*>(a[0])->Delete(reinterpret_cast<const void*>(a[1]), 0));
-}
-uint64_t PidTgid(void*, const uint64_t*) {
-  return (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint64_t>(gettid());
-}
-uint64_t Zero(void*, const uint64_t*) {
-  return 0;
-}
 
 // The uprobe program's context is a struct pt_regs: the arguments where the kernel keeps them.
 void OnEntry(void* context, const EntryRegs* regs) {
@@ -111,13 +93,9 @@ TEST(CompiledProbe, CountByArgRunsInTheProcessWithExactCounts) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
 
   // The same bytes, run in this process.
-  Helpers h;
-  h.fns[BPF_FUNC_map_lookup_elem] = &Lookup;
-  h.fns[BPF_FUNC_map_update_elem] = &Update;
-  h.fns[BPF_FUNC_map_delete_elem] = &Delete;
-  h.fns[BPF_FUNC_get_current_pid_tgid] = &PidTgid;
-  h.fns[BPF_FUNC_ktime_get_ns] = &Zero;
-  h.fns[BPF_FUNC_get_smp_processor_id] = &Zero;
+  // The runtime's own helpers, on slot 0 (one thread runs).
+  Helpers h = RuntimeHelpers();
+  SetCurrentSlot(0);
   auto interp = Interpreter::Prepare(
       prog.insns,
       [&](int slot) {

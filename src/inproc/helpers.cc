@@ -1,0 +1,145 @@
+#include "inproc/helpers.h"
+
+#include <linux/bpf.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "inproc/shm_maps.h"
+
+namespace fay::inproc {
+namespace {
+
+// Ids are read once per thread, and again after a fork: the child's copy of a thread's
+// variables still holds its parent's.
+std::atomic<uint64_t> g_fork_generation{1};
+pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+struct ThreadIds {
+  uint64_t generation = 0;
+  uint64_t pid_tgid = 0;
+  uint64_t uid_gid = 0;
+  char comm[16] = {};
+};
+
+thread_local ThreadIds t_ids;
+thread_local uint32_t t_slot = 0;
+
+const ThreadIds& Ids() {
+  pthread_once(&g_atfork_once, [] {
+    pthread_atfork(nullptr, nullptr,
+                   [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+  });
+  ThreadIds& t = t_ids;
+  const uint64_t gen = g_fork_generation.load(std::memory_order_relaxed);
+  if (t.generation != gen) {
+    t.pid_tgid = (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
+    t.uid_gid = (static_cast<uint64_t>(getgid()) << 32) | getuid();
+    prctl(PR_GET_NAME, t.comm);  // a thread renamed later keeps the name it had here
+    t.generation = gen;
+  }
+  return t;
+}
+
+// Copies from this process's memory without touching it directly: a bad address is an error
+// (EFAULT), never a fault. What could not be read is zeroed, as the kernel's helper does.
+int64_t ReadUser(void* dst, uint64_t size, uint64_t src) {
+  if (size == 0) return 0;
+  iovec local{dst, size}, remote{reinterpret_cast<void*>(src), size};
+  ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  if (n == static_cast<ssize_t>(size)) return 0;
+  std::memset(dst, 0, size);
+  return -EFAULT;
+}
+
+// Up to size bytes of a NUL-terminated string: its length with the NUL, or -EFAULT. Read a page
+// at a time, so that a string ending just before an unmapped page reads whole.
+int64_t ReadUserString(char* dst, uint64_t size, uint64_t src) {
+  if (size == 0) return -EINVAL;
+  uint64_t done = 0;
+  while (done < size - 1) {
+    const uint64_t page_left = 4096 - ((src + done) & 4095);
+    const uint64_t want = std::min(page_left, size - 1 - done);
+    iovec local{dst + done, want}, remote{reinterpret_cast<void*>(src + done), want};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      if (done == 0) {
+        dst[0] = '\0';
+        return -EFAULT;
+      }
+      break;
+    }
+    const void* nul = std::memchr(dst + done, '\0', static_cast<size_t>(n));
+    if (nul) return static_cast<const char*>(nul) - dst + 1;
+    done += static_cast<uint64_t>(n);
+  }
+  dst[done] = '\0';
+  return static_cast<int64_t>(done + 1);
+}
+
+const ShmMap* MapOf(uint64_t a) {
+  return reinterpret_cast<const ShmMap*>(a);
+}
+
+}  // namespace
+
+void SetCurrentSlot(uint32_t slot) {
+  t_slot = slot;
+}
+
+Helpers RuntimeHelpers() {
+  Helpers h;
+  auto& f = h.fns;
+  f[BPF_FUNC_map_lookup_elem] = [](void*, const uint64_t a[5]) {
+    return reinterpret_cast<uint64_t>(
+        MapOf(a[0])->Lookup(reinterpret_cast<const void*>(a[1]), t_slot));
+  };
+  f[BPF_FUNC_map_update_elem] = [](void*, const uint64_t a[5]) {
+    return static_cast<uint64_t>(MapOf(a[0])->Update(
+        reinterpret_cast<const void*>(a[1]), reinterpret_cast<const void*>(a[2]), a[3], t_slot));
+  };
+  f[BPF_FUNC_map_delete_elem] = [](void*, const uint64_t a[5]) {
+    return static_cast<uint64_t>(MapOf(a[0])->Delete(reinterpret_cast<const void*>(a[1]), t_slot));
+  };
+  f[BPF_FUNC_ktime_get_ns] = [](void*, const uint64_t*) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);  // the vDSO: no system call
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  f[BPF_FUNC_get_prandom_u32] = [](void*, const uint64_t*) {
+    thread_local uint64_t x = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uint64_t>(&x);
+    x ^= x << 13;  // xorshift64: sampling needs speed, not secrecy
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x & 0xffffffffu;
+  };
+  f[BPF_FUNC_get_smp_processor_id] = [](void*, const uint64_t*) { return uint64_t{t_slot}; };
+  f[BPF_FUNC_get_current_pid_tgid] = [](void*, const uint64_t*) { return Ids().pid_tgid; };
+  f[BPF_FUNC_get_current_uid_gid] = [](void*, const uint64_t*) { return Ids().uid_gid; };
+  f[BPF_FUNC_get_current_comm] = [](void*, const uint64_t a[5]) {
+    if (a[1] == 0) return static_cast<uint64_t>(-EINVAL);
+    const ThreadIds& t = Ids();
+    auto* dst = reinterpret_cast<char*>(a[0]);
+    size_t n = std::min<uint64_t>(a[1], sizeof t.comm);
+    std::memcpy(dst, t.comm, n);
+    dst[n - 1] = '\0';
+    return uint64_t{0};
+  };
+  f[BPF_FUNC_probe_read_user] = [](void*, const uint64_t a[5]) {
+    return static_cast<uint64_t>(ReadUser(reinterpret_cast<void*>(a[0]), a[1], a[2]));
+  };
+  f[BPF_FUNC_probe_read_user_str] = [](void*, const uint64_t a[5]) {
+    return static_cast<uint64_t>(ReadUserString(reinterpret_cast<char*>(a[0]), a[1], a[2]));
+  };
+  return h;
+}
+
+}  // namespace fay::inproc
