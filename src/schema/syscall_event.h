@@ -110,11 +110,11 @@ struct ProcessEvent {
   uint64_t time_ns = 0;  // CLOCK_MONOTONIC
   int32_t pid = 0;       // the process (or thread, for clone of a thread) concerned
   int32_t tid = 0;
-  int32_t parent_pid = 0;   // kFork: the parent; otherwise 0
-  bool is_thread = false;   // kFork: CLONE_THREAD
-  int32_t exit_status = 0;  // kExit: wait status (as from waitpid)
-  std::string path;         // kExec: the executable
-  int32_t signo = 0;        // kSignal: the signal, as the thread dequeued it
+  int32_t parent_pid = 0;        // kFork: the parent; otherwise 0
+  bool is_thread = false;        // kFork: CLONE_THREAD
+  int32_t exit_status = 0;       // kExit: wait status (as from waitpid)
+  std::string path;              // kExec: the executable
+  int32_t signo = 0;             // kSignal: the signal, as the thread dequeued it
   std::vector<uint8_t> siginfo;  // kSignal: its kernel_siginfo (kSiginfoBytes; empty: unknown)
 };
 

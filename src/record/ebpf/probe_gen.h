@@ -444,6 +444,7 @@ void GenSysExit(Gen& g);
 // The traced set and the process programs (probe_process.cc).
 void GenStateWord(Gen& g);
 void GenLoadState(Gen& g);
+void GenExitUnlessActive(Gen& g);
 void GenChangeState(Gen& g, uint8_t op, int32_t bits);
 void GenReadArgField(Gen& g, int16_t arg_off, int32_t member, int16_t dst, int32_t size);
 void GenIds(Gen& g);

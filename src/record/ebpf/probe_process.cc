@@ -29,6 +29,15 @@ void GenLoadState(Gen& g) {
   e.AluImm(BPF_AND, R1, 3);
 }
 
+// Jumps out unless the process whose tgid is at fp-16 is traced and started (fp-8 must hold 0).
+void GenExitUnlessActive(Gen& g) {
+  Label go = g.e.NewLabel();
+  GenLoadState(g);
+  g.e.JmpIfImm(BPF_JSET, R1, kActive, go);
+  g.e.Jmp(g.exit_label);
+  g.e.Bind(go);
+}
+
 // Sets (op BPF_OR) or clears (BPF_AND) state bits `bits` of the tgid at fp-16.
 void GenChangeState(Gen& g, uint8_t op, int32_t bits) {
   Emitter& e = g.e;
@@ -83,12 +92,9 @@ void GenProcHeader(Gen& g, RecType type) {
 // raw sched_process_fork(parent, child): a traced process's child is traced from birth.
 void GenFork(Gen& g) {
   Emitter& e = g.e;
-  Label thread = e.NewLabel(), go = e.NewLabel();
+  Label thread = e.NewLabel();
   GenIds(g);
-  GenLoadState(g);
-  e.JmpIfImm(BPF_JSET, R1, kActive, go);
-  e.Jmp(g.exit_label);
-  e.Bind(go);
+  GenExitUnlessActive(g);
   g.Scratch(g.exit_label);
   e.Load(4, R1, R10, kFpNr);  // the current thread's ring
   g.SetRing(R1);
@@ -235,55 +241,30 @@ void GenSwitch(Gen& g) {
   g.FlushStaged();
 }
 
-// The signal record's kernel_siginfo, read through the raw tracepoint's argument 1 into the
-// WireProc's filename, or made from the signal alone when the argument is one of the kernel's
-// markers (SEND_SIG_NOINFO: from a process, SI_USER; SEND_SIG_PRIV: from the kernel, SI_KERNEL).
-void GenSiginfo(Gen& g) {
-  Emitter& e = g.e;
-  constexpr int16_t kInfo = kScrFrag + 32;
-  Label marker = e.NewLabel(), done = e.NewLabel();
-  e.Load(8, R1, R6, 0);
-  e.Store(4, R9, kScrFrag + 12, R1);
-  e.Load(8, R3, R6, 8);
-  e.JmpIfImm(BPF_JLT, R3, 4096, marker);
-  e.Mov(R1, R9);
-  e.AluImm(BPF_ADD, R1, kInfo);
-  e.MovImm(R2, kSiginfoBytes);
-  e.Call(BPF_FUNC_probe_read_kernel);  // zero-fills on failure
-  e.Jmp(done);
-  e.Bind(marker);
-  for (int16_t off = 0; off < static_cast<int16_t>(kSiginfoBytes); off += 8)
-    e.StoreImm(8, R9, static_cast<int16_t>(kInfo + off), 0);
-  e.Load(8, R1, R6, 0);
-  e.Store(4, R9, kInfo, R1);
-  Label user = e.NewLabel();
-  e.JmpIfImm(BPF_JEQ, R3, 0, user);
-  e.StoreImm(4, R9, kInfo + 8, 0x80);
-  e.Bind(user);
-  e.Bind(done);
-  g.Output(kScrFrag, 32 + static_cast<int32_t>(kSiginfoBytes));
-  g.CountIfFailed(kStatLostRecords);
-}
-
 // raw signal_deliver(sig, info, ka): a traced thread takes a signal, where ptrace would stop it
 // (strace's "--- SIGxxx {...} ---"). SIGKILL is left out, as ptrace never shows it: the thread
 // just dies ("+++ killed by SIGKILL +++" comes from the exit). So is the SIGKILL the kernel
 // makes of a fatal signal (GenSignalGenerate records that one as itself).
 void GenSignalDeliver(Gen& g) {
   Emitter& e = g.e;
-  Label go = e.NewLabel();
   GenIds(g);
-  GenLoadState(g);
-  e.JmpIfImm(BPF_JSET, R1, kActive, go);
-  e.Jmp(g.exit_label);
-  e.Bind(go);
+  GenExitUnlessActive(g);
   e.Load(8, R1, R6, 0);
-  e.JmpIfImm(BPF_JEQ, R1, 9, g.exit_label);  // SIGKILL
+  e.JmpIfImm(BPF_JEQ, R1, SIGKILL, g.exit_label);
   g.Scratch(g.exit_label);
   e.Load(4, R1, R10, kFpNr);  // the current thread's ring
   g.SetRing(R1);
   GenProcHeader(g, kRecSignal);
-  GenSiginfo(g);
+  e.Load(8, R1, R6, 0);
+  e.Store(4, R9, kScrFrag + 12, R1);
+  e.Comment("its kernel_siginfo (always a real one here: the markers come only with SIGKILL)");
+  e.Load(8, R3, R6, 8);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, kScrFrag + 32);
+  e.MovImm(R2, kSiginfoBytes);
+  e.Call(BPF_FUNC_probe_read_kernel);  // zero-fills on failure
+  g.Output(kScrFrag, 32 + static_cast<int32_t>(kSiginfoBytes));
+  g.CountIfFailed(kStatLostRecords);
 }
 
 // raw signal_generate(sig, info, task, group, result), in the sender, after the kernel has
@@ -328,13 +309,7 @@ void GenSignalGenerate(Gen& g) {
   };
   read_task(o.task_tgid, kFpTgid, 4);
   read_task(o.task_pid, kFpNr, 4);
-  {
-    Label traced = e.NewLabel();
-    GenLoadState(g);
-    e.JmpIfImm(BPF_JSET, R1, kActive, traced);
-    e.Jmp(g.exit_label);
-    e.Bind(traced);
-  }
+  GenExitUnlessActive(g);
   if (group_known) {
     constexpr int32_t kSignalGroupExit = 0x4;  // SIGNAL_GROUP_EXIT, include/linux/sched/signal.h
     read_task(o.task_signal, kSigPtr, 8);
