@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -378,6 +379,8 @@ constexpr uint64_t kDefaultSharedRingBytes = 64ull << 20;
 // How long a consumer sleeps on an empty ring: while records come, and at most while none do.
 constexpr int kConsumerWaitMs = 2;
 constexpr int kConsumerIdleWaitMs = 32;
+// --loss=block: the consumers' nice value (see where they start).
+constexpr int kConsumerNice = -10;
 // A consumer looks at its ring's fill between drains of this much (--loss=block).
 constexpr uint64_t kAssistBytes = 1 << 20;
 // The governor's look while the rings are calm, should a wakeup from the probes not come.
@@ -1036,6 +1039,11 @@ Expected<RecordResult> EbpfRecorder::Run() {
   for (auto& l : lanes_)
     consumers.emplace_back([this, lp = l.get()] {
       NameThisThread("fay-consumer");
+      // --loss=block: a consumer that competes as an equal with the program's threads (and
+      // whatever else the machine runs) can be kept from draining and from freezing (assist)
+      // for 10 ms, and three writers fill the half above the mark in 6. Ahead of them, losses
+      // under a busy machine went from 4 in 240 runs to none in 240. Root only, as block is.
+      if (block_) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kConsumerNice);
       Consume(*lp);
     });
   // The command runs only once the governor looks at the rings: a governor thread the
