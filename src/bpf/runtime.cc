@@ -177,6 +177,18 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
                                            done, order.size()));
     ++done;
     if (a.probe_index >= 0 && skipped[a.probe_index]) continue;
+    auto elsewhere = [this](int probe) {
+      return probe >= 0 && static_cast<size_t>(probe) < elsewhere_.size() && elsewhere_[probe];
+    };
+    if (elsewhere(a.probe_index)) continue;
+    Attachment kept;
+    if (a.kind == AttachKind::kUprobeMulti && !elsewhere_.empty()) {
+      kept = a;
+      kept.probes.clear();
+      for (int p : a.probes)
+        if (!elsewhere(p)) kept.probes.push_back(p);
+      if (kept.probes.empty()) continue;
+    }
     Expected<Link> link = Status();
     switch (a.kind) {
       case AttachKind::kTracepoint: {
@@ -188,7 +200,7 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
         link = AttachRawTracepoint(prog, a.name);
         break;
       case AttachKind::kUprobeMulti:
-        link = AttachUprobeGroup(prog, a, a.probes);
+        link = AttachUprobeGroup(prog, a, elsewhere_.empty() ? a.probes : kept.probes);
         break;
       case AttachKind::kUprobe: {
         const ProbeInfo& p = plan_.probes[a.probe_index];
@@ -382,6 +394,12 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool cl
     for (const auto& cpu : *slices) fold(key, cpu.data());
     if (clear) (void)const_cast<Map&>(map).Delete(key.data());
   }
+  if (source_) {
+    source_->Fold(&map == &*maps_[kMapAggA] ? kMapAggA : kMapAggB, clear,
+                  [&](const uint8_t* key, const uint8_t* value) {
+                    fold(std::vector<uint8_t>(key, key + plan_.key_size), value);
+                  });
+  }
   if (cache) {
     FAY_ASSIGN_OR_RETURN(auto entries, cache->Dump());
     const size_t stride = (cache->value_size() + 7) & ~size_t{7};
@@ -425,6 +443,7 @@ Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
   uint32_t zero = 0;
   uint64_t next = ++window_;
   FAY_RETURN_IF_ERROR(maps_[kMapControl]->Update(&zero, &next));
+  if (source_) source_->SetWindow(next);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   const Map& idle = (next & 1) ? *maps_[kMapAggA] : *maps_[kMapAggB];
   return ReadMap(idle, (next & 1) ? cache_a : cache_b, true, window_end_ns);
@@ -453,10 +472,12 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
 
 RunStats LiveQuery::Stats() const {
   RunStats st;
-  if (!maps_[kMapStats]) return st;
   uint32_t zero = 0;
-  auto slices = maps_[kMapStats]->LookupPerCpu(&zero);
-  if (!slices.ok()) return st;
+  auto slices =
+      maps_[kMapStats]
+          ? maps_[kMapStats]->LookupPerCpu(&zero)
+          : Expected<std::vector<std::vector<uint8_t>>>(std::vector<std::vector<uint8_t>>{});
+  if (!slices.ok()) slices = std::vector<std::vector<uint8_t>>{};
   for (const auto& s : *slices) {
     uint64_t c[kStatCount];
     std::memcpy(c, s.data(), sizeof(c));
@@ -470,6 +491,7 @@ RunStats LiveQuery::Stats() const {
     st.no_entry += c[kStatNoEntry];
   }
   if (!gen_.counts_matched) st.events_matched = st.events_seen;
+  if (source_) source_->AddStats(&st);
   return st;
 }
 

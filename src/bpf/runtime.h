@@ -21,6 +21,20 @@
 
 namespace fay::bpf {
 
+// Aggregation states a query keeps outside the kernel (in-process probes, src/inproc/host.h),
+// folded into every window with the kernel's maps.
+class StateSource {
+ public:
+  virtual ~StateSource() = default;
+  // The live window is now `window` (bit 0: kMapAggB); called after the kernel's flips.
+  virtual void SetWindow(uint64_t window) = 0;
+  // Every key and value of the aggregation map `map` (kMapAggA or kMapAggB) with its cache,
+  // in the kernel maps' layout; `clear` empties them after.
+  virtual void Fold(int map, bool clear,
+                    const std::function<void(const uint8_t* key, const uint8_t* value)>& fn) = 0;
+  virtual void AddStats(RunStats* stats) const = 0;
+};
+
 class LiveQuery {
  public:
   using RowCallback = std::function<void(std::vector<Value> row, int probe_index)>;
@@ -36,6 +50,12 @@ class LiveQuery {
   Status Attach(const std::function<bool()>& interrupted = nullptr);
   const std::vector<std::string>& warnings() const { return warnings_; }
   void Detach();
+  // Probes (by index) that run elsewhere: Attach leaves them out, and every window and the
+  // stats fold in what `source` holds. Before Attach.
+  void SetStateSource(StateSource* source, std::vector<bool> elsewhere) {
+    source_ = source;
+    elsewhere_ = std::move(elsewhere);
+  }
   // A held `-c` command has exec'd: detaches the program that waited for its first execve.
   void CommandStarted();
 
@@ -70,6 +90,8 @@ class LiveQuery {
   Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear, uint64_t window_end_ns);
 
   const Plan& plan_;
+  StateSource* source_ = nullptr;
+  std::vector<bool> elsewhere_;
   GeneratedQuery gen_;
   std::optional<Map> maps_[kMapCount];
   std::vector<Program> programs_;

@@ -22,6 +22,7 @@
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
 #include "engine/output/sink.h"
+#include "inproc/host.h"
 #include "probes/catalog.h"
 #include "probes/elf_symbols.h"
 #include "probes/tracefs.h"
@@ -49,6 +50,7 @@ struct QueryOptions {
   std::string deadline = "1s";
   uint64_t max_merge_mib = 512;
   cluster::TlsFiles tls;
+  std::string uprobes = "auto";  // where uprobe probes run (src/inproc/host.h)
 };
 
 uint64_t NowNs(clockid_t clock) {
@@ -221,6 +223,28 @@ int RunQuery(const QueryOptions& opt) {
   copt.self_tgid = static_cast<uint32_t>(getpid());
   auto live = bpf::LiveQuery::Load(*plan, copt);
   if (!live.ok()) return Fail(WithPrivilegeHint(live.status()));
+
+  // Uprobes of a -c command run inside it where they can (docs/INPROCESS.md).
+  auto uprobe_mode = inproc::ParseUprobeMode(opt.uprobes);
+  if (!uprobe_mode.ok()) return Fail(uprobe_mode.status());
+  std::optional<std::vector<std::string>> command_argv;
+  if (!opt.command.empty()) {
+    auto argv = SplitCommand(opt.command);
+    if (!argv.ok()) return Fail(argv.status());
+    command_argv = std::move(argv).value();
+  }
+  inproc::HostOptions hopt;
+  hopt.mode = *uprobe_mode;
+  hopt.pid = opt.pid;
+  if (command_argv) {
+    auto exe = ResolveBinaryPath((*command_argv)[0]);
+    hopt.command_exe = exe.ok() ? *exe : (*command_argv)[0];
+  }
+  std::vector<std::string> inproc_notes;
+  auto host = inproc::InprocHost::Create(*plan, hopt, &inproc_notes);
+  if (!host.ok()) return Fail(host.status());
+  for (const std::string& n : inproc_notes) fmt::print(stderr, "fay: {}\n", n);
+  if (*host) (*live)->SetStateSource(host->get(), (*host)->in_process());
   uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
 
   // Signals arrive through a signalfd so the loop below can wait on everything at once.
@@ -234,14 +258,17 @@ int RunQuery(const QueryOptions& opt) {
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   std::optional<HeldChild> child;
-  if (!opt.command.empty()) {
-    auto argv = SplitCommand(opt.command);
-    if (!argv.ok()) return Fail(argv.status());
+  if (command_argv) {
+    const auto* argv = &*command_argv;
     // If fay is killed, the command gets the SIGTERM a normal stop sends it, rather than
     // running on untraced.
     HeldChild::SpawnOptions so;
     so.die_with_parent = true;
     so.death_signal = SIGTERM;
+    if (*host) {
+      so.env = (*host)->Environment();
+      so.inherit_fd = (*host)->fd();
+    }
     auto c = HeldChild::Spawn(*argv, so);
     if (!c.ok()) return Fail(c.status());
     // Stack frames of a command that exits before its maps are read can still be named from
@@ -317,6 +344,11 @@ int RunQuery(const QueryOptions& opt) {
     bool stacks = std::any_of(p.keys.begin(), p.keys.end(),
                               [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
     if (stacks && (timeout < 0 || timeout > 200)) timeout = 200;
+    // The command's in-process probes stop within a second of fay's last heartbeat.
+    if (*host) {
+      (*host)->Heartbeat();
+      if (timeout < 0 || timeout > 100) timeout = 100;
+    }
     pollfd fds[2] = {{sfd, POLLIN, 0}, {pidfd, POLLIN, 0}};
     poll(fds, pidfd >= 0 ? 2 : 1, timeout);
     signalfd_siginfo si;
@@ -350,6 +382,7 @@ int RunQuery(const QueryOptions& opt) {
   (*live)->RememberStackProcesses();
 
   (*live)->Detach();
+  if (*host) (*host)->Stop();
   if (p.mode == PlanMode::kSelect) {
     auto n = (*live)->PollEvents(-1, on_row);
     if (!n.ok()) return Fail(n.status());
@@ -363,6 +396,9 @@ int RunQuery(const QueryOptions& opt) {
   fflush(stdout);
   RunStats stats = (*live)->Stats();
   PrintSummary(stderr, stats, (NowNs(CLOCK_MONOTONIC) - start) / 1e9);
+  if (*host)
+    for (const std::string& line : (*host)->Report(opt.verbose))
+      fmt::print(stderr, "fay: {}\n", line);
   if (child && !child_done) {
     kill(child->pid(), SIGTERM);
     int status;
@@ -385,6 +421,9 @@ Runner RegisterQuery(CLI::App& app) {
                   "run CMD and trace only it and its descendants; stop when it exits");
   cmd->add_option("-p,--pid", opt->pid, "trace only PID and its descendants");
   cmd->add_option("--max-keys", opt->max_keys, "aggregation map capacity (default 10240)");
+  cmd->add_option("--uprobes", opt->uprobes,
+                  "where uprobes of a -c command run: auto (default: in the process where "
+                  "they can, docs/INPROCESS.md), inprocess or kernel");
   cmd->add_flag("-v,--verbose", opt->verbose,
                 "report compile, load and attach times (with -i: events read per second)");
   cmd->add_option("-i,--input", opt->input, "query a recorded trace (fay record) instead");

@@ -171,9 +171,24 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The environment is built here: the child of a threaded fay may not allocate.
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const std::string& o) {
+      return entry.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
+    });
+    if (!replaced) env_store.push_back(std::move(entry));
+  }
+  env_store.insert(env_store.end(), options.env.begin(), options.env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
   // fay's other threads open files (and the kernel's BPF objects) while this one forks; one
   // caught open without close-on-exec at that moment would be the command's descriptor 3.
-  const StrayFds stray({go[0], err[1]});
+  std::vector<int> keep = {go[0], err[1]};
+  if (options.inherit_fd >= 0) keep.push_back(options.inherit_fd);
+  const StrayFds stray(keep);
   pid_t pid = -1;
   if (options.cgroup_fd >= 0) {
     clone_args ca{};
@@ -201,10 +216,11 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     prctl(PR_SET_PDEATHSIG, options.die_with_parent ? options.death_signal : 0);
     // fay blocks the signals it handles through a signalfd; the command gets what fay had.
     RestoreInheritedSignals();
+    if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
     if (options.exe.empty())
-      execvp(args[0], args.data());
+      execvpe(args[0], args.data(), envp.data());
     else
-      execv(options.exe.c_str(), args.data());
+      execve(options.exe.c_str(), args.data(), envp.data());
     int e = errno;
     (void)!write(err[1], &e, sizeof(e));
     _exit(127);

@@ -61,6 +61,10 @@ class HeldChild {
     // there afterwards costs a synchronize_rcu, about 10 ms. -1: fay's own cgroup.
     int cgroup_fd = -1;
     int death_signal = SIGKILL;  // with die_with_parent
+    // NAME=VALUE entries set in the command's environment (over fay's), and a descriptor it
+    // keeps open across the exec (close-on-exec in fay); -1: none.
+    std::vector<std::string> env;
+    int inherit_fd = -1;
   };
   static Expected<HeldChild> Spawn(const std::vector<std::string>& argv,
                                    const SpawnOptions& options);

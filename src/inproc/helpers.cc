@@ -32,6 +32,7 @@ struct ThreadIds {
 
 thread_local ThreadIds t_ids;
 thread_local uint32_t t_slot = 0;
+thread_local uint64_t t_cookie = 0;
 
 const ThreadIds& Ids() {
   pthread_once(&g_atfork_once, [] {
@@ -95,6 +96,10 @@ void SetCurrentSlot(uint32_t slot) {
   t_slot = slot;
 }
 
+void SetCurrentCookie(uint64_t cookie) {
+  t_cookie = cookie;
+}
+
 Helpers RuntimeHelpers() {
   Helpers h;
   auto& f = h.fns;
@@ -121,6 +126,7 @@ Helpers RuntimeHelpers() {
     x ^= x << 17;
     return x & 0xffffffffu;
   };
+  f[BPF_FUNC_get_attach_cookie] = [](void*, const uint64_t*) { return t_cookie; };
   f[BPF_FUNC_get_smp_processor_id] = [](void*, const uint64_t*) { return uint64_t{t_slot}; };
   f[BPF_FUNC_get_current_pid_tgid] = [](void*, const uint64_t*) { return Ids().pid_tgid; };
   f[BPF_FUNC_get_current_uid_gid] = [](void*, const uint64_t*) { return Ids().uid_gid; };

@@ -17,5 +17,7 @@ Helpers RuntimeHelpers();
 
 // The slot the calling thread's programs use until changed.
 void SetCurrentSlot(uint32_t slot);
+// What bpf_get_attach_cookie answers on the calling thread until changed: the probe's index.
+void SetCurrentCookie(uint64_t cookie);
 
 }  // namespace fay::inproc

@@ -142,7 +142,7 @@ extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
   std::atomic_signal_fence(std::memory_order_seq_cst);
   s.depth = at;
   if (f.probe->live.load(std::memory_order_acquire))
-    f.probe->on_return(f.probe->context, saved[5], f.entry_ns);
+    f.probe->on_return(f.probe->context, saved[5], f.entry_ns, slot + 8);
   return f.ret;
 }
 

@@ -35,7 +35,9 @@ using EntryHandler = void (*)(void* context, const EntryRegs* regs);
 // then it takes a place on the shadow stack. An exception unwinding through a probed frame finds
 // the landing stub as its return address, which has no unwind information: do not put return probes
 // on functions an exception can pass through (the kernel's uretprobes share the limit).
-using ReturnHandler = void (*)(void* context, uint64_t ret, uint64_t entry_ns);
+// `sp` is the stack pointer after the return, as a kernel uretprobe's context has it: the
+// entry's plus 8.
+using ReturnHandler = void (*)(void* context, uint64_t ret, uint64_t entry_ns, uint64_t sp);
 
 // Return probes a thread can have pending at once (nested and recursive calls); deeper calls
 // run unprobed and are counted in ReturnProbeStats.

@@ -161,10 +161,26 @@ void ShmMap::ForEach(
       }
       continue;
     }
+    if (Count(t).load(std::memory_order_acquire) == 0) continue;
     for (uint32_t b = 0; b < buckets_; ++b) {
       uint8_t* e = t + 8 + static_cast<size_t>(b) * entry_bytes_;
       if (State(e).load(std::memory_order_acquire) == kFull) fn(e + key_off_, s, e + value_off_);
     }
+  }
+}
+
+void ShmMap::Clear() const {
+  for (uint32_t s = 0; s < (PerSlot() ? slots_ : 1); ++s) {
+    uint8_t* t = Table(s);
+    if (IsArray()) {
+      std::memset(t, 0, table_bytes_);
+      continue;
+    }
+    if (Count(t).load(std::memory_order_acquire) == 0) continue;
+    // Deleted entries go too: a probe's search stops at the first empty bucket.
+    for (uint32_t b = 0; b < buckets_; ++b)
+      State(t + 8 + static_cast<size_t>(b) * entry_bytes_).store(kEmpty, std::memory_order_release);
+    Count(t).store(0, std::memory_order_release);
   }
 }
 

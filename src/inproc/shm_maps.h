@@ -48,8 +48,13 @@ class ShmMap {
   int64_t Delete(const void* key, uint32_t slot) const;
 
   // Every present key with its value in each slot (fay's side: merge them as per-CPU values).
+  // A hash table with no key is skipped unread: the pages of slots no thread used stay
+  // unallocated.
   void ForEach(
       const std::function<void(const uint8_t* key, uint32_t slot, const uint8_t* value)>& fn) const;
+  // Empties a hash map (every slot), or zeroes an array's values. Only while no program runs on
+  // it (fay's idle window).
+  void Clear() const;
 
   const MapShape& shape() const { return shape_; }
   uint32_t slots() const { return slots_; }

@@ -147,7 +147,7 @@ void OnEntry(void* context, const EntryRegs*) {
   ++static_cast<Returns*>(context)->entries;
 }
 
-void OnReturn(void* context, uint64_t ret, uint64_t entry_ns) {
+void OnReturn(void* context, uint64_t ret, uint64_t entry_ns, uint64_t) {
   auto* r = static_cast<Returns*>(context);
   r->values.push_back(ret);
   timespec ts;
@@ -192,7 +192,7 @@ TEST(ReturnPatch, ALongjmpOutOfProbedFramesIsCountedAndTheReturnBelowIsRight) {
 
 TEST(ReturnPatch, ThreadsKeepTheirOwnShadowStacks) {
   static std::atomic<uint64_t> returns{0}, sum{0};
-  auto count = [](void*, uint64_t ret, uint64_t) {
+  auto count = [](void*, uint64_t ret, uint64_t, uint64_t) {
     returns.fetch_add(1);
     sum.fetch_add(ret);
   };

@@ -1,0 +1,383 @@
+#include "inproc/host.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/limits.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "bpf/codegen/codegen.h"
+#include "bpf/map.h"
+#include "bpf/program.h"
+#include "inproc/helpers.h"
+#include "inproc/interpreter.h"
+#include "inproc/patchability.h"
+
+namespace fay::inproc {
+namespace {
+
+uint64_t CoarseNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+size_t Align(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// A static executable loads no preloaded library: the runtime would never start in it.
+Expected<bool> IsStaticElf(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path);
+  Elf64_Ehdr eh{};
+  bool elf = pread(fd, &eh, sizeof eh, 0) == sizeof eh && std::memcmp(eh.e_ident, ELFMAG, 4) == 0;
+  bool has_interp = false;
+  for (int i = 0; elf && i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) != sizeof ph)
+      break;
+    if (ph.p_type == PT_INTERP) has_interp = true;
+  }
+  close(fd);
+  return elf && !has_interp;  // a script starts an interpreter that loads it
+}
+
+std::string DefaultLibrary() {
+  char exe[PATH_MAX] = {};
+  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return "";
+  std::string dir(exe);
+  dir.resize(dir.rfind('/'));
+  for (const std::string& p : {dir + "/libfay_inproc.so", dir + "/../lib/fay/libfay_inproc.so"})
+    if (access(p.c_str(), R_OK) == 0) return p;
+  return "";
+}
+
+bool IsUprobe(const ProbeInfo& p) {
+  return p.kind == ProbeKind::kUprobe || p.kind == ProbeKind::kUretprobe;
+}
+
+bool IsUprobeProgram(const bpf::GeneratedProgram& g) {
+  return (g.attach.kind == AttachKind::kUprobe || g.attach.kind == AttachKind::kUprobeMulti) &&
+         (g.attach.role == ProgRole::kMain || g.attach.role == ProgRole::kEntry);
+}
+
+std::vector<int> ProbesOf(const Attachment& a) {
+  if (a.kind == AttachKind::kUprobeMulti) return a.probes;
+  return {a.probe_index};
+}
+
+}  // namespace
+
+Expected<UprobeMode> ParseUprobeMode(const std::string& text) {
+  if (text == "auto") return UprobeMode::kAuto;
+  if (text == "inprocess") return UprobeMode::kInProcess;
+  if (text == "kernel") return UprobeMode::kKernel;
+  return Error(Code::kInvalidArgument,
+               fmt::format("--uprobes '{}': expected auto, inprocess or kernel", text));
+}
+
+Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
+                                                         const HostOptions& options,
+                                                         std::vector<std::string>* notes) {
+  const size_t n = plan.probes.size();
+  bool any_uprobe = std::any_of(plan.probes.begin(), plan.probes.end(), IsUprobe);
+  if (options.mode == UprobeMode::kKernel || !any_uprobe) return std::unique_ptr<InprocHost>();
+  const bool strict = options.mode == UprobeMode::kInProcess;
+  // A reason that keeps every uprobe of the query on the kernel's path.
+  auto all_kernel = [&](const std::string& why) -> Expected<std::unique_ptr<InprocHost>> {
+    if (strict) return Error(Code::kUnsupported, "--uprobes inprocess: " + why);
+    // Without -c or -p there is no process to run in: the kernel's path is the only one, and
+    // nothing is worth saying.
+    if (!options.command_exe.empty() || options.pid)
+      notes->push_back("uprobes on the kernel's path: " + why);
+    return std::unique_ptr<InprocHost>();
+  };
+  if (options.pid)
+    return all_kernel(
+        "in-process probes with -p (attaching to a running process) are not built "
+        "yet; -c runs them");
+  if (options.command_exe.empty())
+    return all_kernel("in-process probes need the command they run in (-c)");
+  if (plan.mode != PlanMode::kAggregate)
+    return all_kernel("a select query's rows (a ring buffer) are not kept in the process yet");
+  for (const Slot& s : plan.keys)
+    if (s.type.kind == TypeKind::kStack)
+      return all_kernel("stack keys (ustack) are read by the kernel only");
+  std::string library =
+      options.runtime_library.empty() ? DefaultLibrary() : options.runtime_library;
+  if (library.empty()) return all_kernel("the runtime library libfay_inproc.so is not next to fay");
+  if (auto st = IsStaticElf(options.command_exe); st.ok() && *st)
+    return all_kernel(fmt::format("{} is a static executable, which loads no runtime library",
+                                  options.command_exe));
+
+  // The same plan compiled for the process: no scope (the runtime is only in the traced
+  // processes), and the helpers a process has (no task_struct reads).
+  bpf::CodegenOptions copt;
+  FAY_ASSIGN_OR_RETURN(bpf::GeneratedQuery gen, bpf::Generate(plan, copt));
+  for (int m : {bpf::kMapStacks, bpf::kMapRing})
+    if (gen.maps[m].used) return all_kernel("the query needs a map the process does not keep");
+
+  auto host = std::make_unique<InprocHost>(plan);
+  host->library_ = library;
+  host->in_process_.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const ProbeInfo& p = plan.probes[i];
+    if (!IsUprobe(p)) continue;
+    auto ok = CheckPatchable(p.path, p.file_offset, p.symbol_size, p.symbol_address);
+    if (!ok.ok()) {
+      if (strict)
+        return Error(Code::kUnsupported,
+                     fmt::format("--uprobes inprocess: {}: {}", p.name, ok.status().message()));
+      notes->push_back(fmt::format("{}: on the kernel's path: {}", p.name, ok.status().message()));
+      continue;
+    }
+    host->in_process_[i] = true;
+  }
+
+  // Every program of an in-process probe: verified by the kernel as a uprobe program (with
+  // maps of the same shapes, never attached), and known to the interpreter.
+  std::vector<int> fds(bpf::kMapCount, -1);
+  std::vector<bpf::Map> kernel_maps;
+  std::vector<size_t> programs;
+  for (size_t gi = 0; gi < gen.programs.size(); ++gi) {
+    const bpf::GeneratedProgram& g = gen.programs[gi];
+    if (!IsUprobeProgram(g)) continue;
+    std::vector<int> probes = ProbesOf(g.attach);
+    if (std::none_of(probes.begin(), probes.end(),
+                     [&](int p) { return p >= 0 && host->in_process_[p]; }))
+      continue;
+    if (kernel_maps.empty()) {
+      for (int m = 0; m < bpf::kMapCount; ++m) {
+        const bpf::MapDesc& d = gen.maps[m];
+        if (!d.used) continue;
+        FAY_ASSIGN_OR_RETURN(bpf::Map km, bpf::Map::Create(d.type, d.name, d.key_size, d.value_size,
+                                                           d.max_entries, d.flags));
+        fds[m] = km.fd();
+        kernel_maps.push_back(std::move(km));
+      }
+    }
+    bpf::ProgramSpec spec{g.type, "fay_inproc", g.insns, g.relocs};
+    auto verified = bpf::Program::Load(spec, fds);
+    auto interp = Interpreter::Prepare(
+        g.insns, [](int) { return uint64_t{1}; }, RuntimeHelpers());
+    std::string why = !verified.ok() ? "the kernel's verifier refused its uprobe program: " +
+                                           verified.status().message()
+                      : !interp.ok() ? interp.status().message()
+                                     : "";
+    if (!why.empty()) {
+      for (int p : probes) {
+        if (p < 0 || !host->in_process_[p]) continue;
+        if (strict)
+          return Error(Code::kUnsupported,
+                       fmt::format("--uprobes inprocess: {}: {}", plan.probes[p].name, why));
+        notes->push_back(fmt::format("{}: on the kernel's path: {}", plan.probes[p].name, why));
+        host->in_process_[p] = false;
+      }
+      continue;
+    }
+    programs.push_back(gi);
+  }
+  if (std::none_of(host->in_process_.begin(), host->in_process_.end(), [](bool b) { return b; }))
+    return std::unique_ptr<InprocHost>();
+  FAY_RETURN_IF_ERROR(host->Build(gen, programs));
+  return host;
+}
+
+Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_t>& programs) {
+  counts_matched_ = gen.counts_matched;
+  const uint32_t slots =
+      std::clamp<uint32_t>(2 * std::max(1u, std::thread::hardware_concurrency()), 4, kMaxSlots);
+  // Layout: header, map table, program table, patch table, instructions, then the maps, each
+  // on pages of its own.
+  std::vector<RegionMap> maps;
+  std::vector<RegionPatch> patches;
+  size_t insn_count = 0;
+  for (size_t gi : programs) insn_count += gen.programs[gi].insns.size();
+  for (size_t k = 0; k < programs.size(); ++k) {
+    const bpf::GeneratedProgram& g = gen.programs[programs[k]];
+    for (int p : ProbesOf(g.attach)) {
+      if (p < 0 || !in_process_[p]) continue;
+      const ProbeInfo& info = plan_.probes[p];
+      struct stat st {};
+      if (stat(info.path.c_str(), &st) != 0) return ErrnoError(info.path);
+      RegionPatch rp{};
+      rp.dev = st.st_dev;
+      rp.ino = st.st_ino;
+      rp.file_offset = info.file_offset;
+      rp.size = info.symbol_size;
+      rp.cookie = static_cast<uint64_t>(p);
+      rp.program = static_cast<uint32_t>(k);
+      rp.is_return = g.attach.is_exit;
+      std::snprintf(rp.path, sizeof rp.path, "%s", info.name.c_str());
+      patches.push_back(rp);
+    }
+  }
+  size_t off = Align(sizeof(RegionHeader), 64);
+  const size_t maps_off = off;
+  int used = 0;
+  for (int m = 0; m < bpf::kMapCount; ++m) used += gen.maps[m].used;
+  off += Align(sizeof(RegionMap) * used, 64);
+  const size_t programs_off = off;
+  off += Align(sizeof(RegionProgram) * programs.size(), 64);
+  const size_t patches_off = off;
+  off += Align(sizeof(RegionPatch) * patches.size(), 64);
+  const size_t insns_off = off;
+  off += Align(sizeof(bpf_insn) * insn_count, 4096);
+  for (int m = 0; m < bpf::kMapCount; ++m) {
+    const bpf::MapDesc& d = gen.maps[m];
+    if (!d.used) continue;
+    MapShape shape{d.type, d.key_size, d.value_size, d.max_entries};
+    FAY_ASSIGN_OR_RETURN(size_t bytes, ShmMap::BytesFor(shape, slots));
+    maps.push_back(RegionMap{m, static_cast<uint32_t>(d.type), d.key_size, d.value_size,
+                             d.max_entries, slots, off, bytes});
+    off += Align(bytes, 4096);
+  }
+  bytes_ = off;
+
+  // Close-on-exec: only the command keeps it (HeldChild::SpawnOptions::inherit_fd).
+  fd_.reset(memfd_create("fay-inproc", MFD_CLOEXEC));
+  if (!fd_) return ErrnoError("memfd_create for in-process probes");
+  if (ftruncate(fd_.get(), static_cast<off_t>(bytes_)) != 0)
+    return ErrnoError("sizing the in-process probes' memory");
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
+  if (p == MAP_FAILED) return ErrnoError("mapping the in-process probes' memory");
+  base_ = static_cast<uint8_t*>(p);
+  header_ = reinterpret_cast<RegionHeader*>(base_);  // zeroed by ftruncate
+  header_->version = kRegionVersion;
+  header_->slots = slots;
+  header_->total_bytes = bytes_;
+  header_->map_count = static_cast<uint32_t>(maps.size());
+  header_->program_count = static_cast<uint32_t>(programs.size());
+  header_->patch_count = static_cast<uint32_t>(patches.size());
+  header_->maps_off = maps_off;
+  header_->programs_off = programs_off;
+  header_->patches_off = patches_off;
+  header_->heartbeat_ns.store(CoarseNow());
+  std::memcpy(base_ + maps_off, maps.data(), sizeof(RegionMap) * maps.size());
+  std::memcpy(base_ + patches_off, patches.data(), sizeof(RegionPatch) * patches.size());
+  size_t at = insns_off;
+  for (size_t k = 0; k < programs.size(); ++k) {
+    const auto& insns = gen.programs[programs[k]].insns;
+    RegionProgram rp{at, static_cast<uint32_t>(insns.size()), 0};
+    std::memcpy(base_ + programs_off + k * sizeof rp, &rp, sizeof rp);
+    std::memcpy(base_ + at, insns.data(), insns.size() * sizeof(bpf_insn));
+    at += insns.size() * sizeof(bpf_insn);
+  }
+  for (const RegionMap& m : maps) {
+    MapShape shape{static_cast<bpf_map_type>(m.type), m.key_size, m.value_size, m.max_entries};
+    FAY_ASSIGN_OR_RETURN(ShmMap sm, ShmMap::Place(shape, m.slots, {base_ + m.offset, m.bytes}));
+    maps_.emplace_back(m.id, sm);
+  }
+  patches_ = patches.size();
+  // Last: a runtime trusts nothing before the magic.
+  std::atomic_thread_fence(std::memory_order_release);
+  header_->magic = kRegionMagic;
+  return Status::Ok();
+}
+
+InprocHost::~InprocHost() {
+  if (header_) header_->stop.store(1);
+  if (base_) munmap(base_, bytes_);
+}
+
+std::vector<std::string> InprocHost::Environment() const {
+  std::string preload = library_;
+  if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  return {"LD_PRELOAD=" + preload, fmt::format("{}={},{}", kRegionEnv, fd_.get(), getpid())};
+}
+
+void InprocHost::Heartbeat() {
+  if (header_) header_->heartbeat_ns.store(CoarseNow(), std::memory_order_relaxed);
+}
+
+void InprocHost::Stop() {
+  if (header_) header_->stop.store(1);
+}
+
+std::vector<std::string> InprocHost::Report(bool verbose) const {
+  std::vector<std::string> out;
+  if (!header_) return out;
+  uint64_t procs = header_->processes.load(), patched = header_->patched.load(),
+           refused = header_->refused.load();
+  if (procs == 0)
+    out.push_back(
+        "warning: the in-process runtime started in no process of the command (its "
+        "environment cleared, or only static executables): its in-process probes saw nothing; "
+        "--uprobes kernel traces them through the kernel");
+  if (refused)
+    out.push_back(fmt::format("warning: {} in-process patch{} refused, the first: {}", refused,
+                              refused == 1 ? "" : "es", header_->first_error));
+  if (verbose)
+    out.push_back(fmt::format("in-process probes: {} process{}, {} function{} patched", procs,
+                              procs == 1 ? "" : "es", patched, patched == 1 ? "" : "s"));
+  return out;
+}
+
+const ShmMap* InprocHost::MapAt(int id) const {
+  for (const auto& [m, sm] : maps_)
+    if (m == id) return &sm;
+  return nullptr;
+}
+
+void InprocHost::SetWindow(uint64_t window) {
+  if (const ShmMap* c = MapAt(bpf::kMapControl)) {
+    uint32_t zero = 0;
+    auto* v = static_cast<uint64_t*>(c->Lookup(&zero, 0));
+    if (v) __atomic_store_n(v, window, __ATOMIC_RELEASE);
+  }
+}
+
+void InprocHost::Fold(int map, bool clear,
+                      const std::function<void(const uint8_t*, const uint8_t*)>& fn) {
+  const ShmMap* agg = MapAt(map);
+  if (agg) {
+    agg->ForEach([&](const uint8_t* key, uint32_t, const uint8_t* value) { fn(key, value); });
+    if (clear) agg->Clear();
+  }
+  // The cache in front of it: [u64 used][key][value] per entry, as in the kernel's.
+  const ShmMap* cache = MapAt(map == bpf::kMapAggA ? bpf::kMapCacheA : bpf::kMapCacheB);
+  if (cache) {
+    const size_t ks = static_cast<size_t>(plan_.key_size);
+    cache->ForEach([&](const uint8_t*, uint32_t, const uint8_t* e) {
+      uint64_t used;
+      std::memcpy(&used, e, 8);
+      if (used) fn(e + 8, e + 8 + ks);
+    });
+    if (clear) cache->Clear();
+  }
+}
+
+void InprocHost::AddStats(RunStats* st) const {
+  const ShmMap* stats = MapAt(bpf::kMapStats);
+  if (!stats) return;
+  RunStats mine;
+  stats->ForEach([&](const uint8_t*, uint32_t, const uint8_t* v) {
+    uint64_t c[bpf::kStatCount];
+    std::memcpy(c, v, sizeof c);
+    mine.events_seen += c[bpf::kStatSeen];
+    mine.events_matched += c[bpf::kStatMatched];
+    mine.map_full += c[bpf::kStatMapFull];
+    mine.read_errors += c[bpf::kStatReadErrors];
+    mine.map_errors += c[bpf::kStatMapErrors];
+    mine.no_entry += c[bpf::kStatNoEntry];
+  });
+  if (!counts_matched_) mine.events_matched = mine.events_seen;
+  st->events_seen += mine.events_seen;
+  st->events_matched += mine.events_matched;
+  st->map_full += mine.map_full;
+  st->read_errors += mine.read_errors;
+  st->map_errors += mine.map_errors;
+  st->no_entry += mine.no_entry;
+  if (header_) st->dropped += header_->dropped.load();
+}
+
+}  // namespace fay::inproc

@@ -1,0 +1,71 @@
+// The memory fay and a traced process share for in-process probes (docs/INPROCESS.md): one
+// memfd that fay fills before the command starts and the runtime library (libfay_inproc.so)
+// maps in every process of the traced tree. It holds what the runtime needs to patch and run
+// the probes (the programs, the functions, the maps' shapes), the maps themselves, and the
+// counters both sides watch. Plain data at fixed offsets: the two sides are separate builds of
+// the same header and check its magic and version before trusting anything else.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace fay::inproc {
+
+inline constexpr uint64_t kRegionMagic = 0x3150524e49594146ull;  // "FAYINPR1"
+inline constexpr uint32_t kRegionVersion = 1;
+// Copies of each per-CPU map: a probe run holds one for its whole run, as a CPU does.
+inline constexpr uint32_t kMaxSlots = 64;
+// "FD,PID": the region's descriptor in the process, and fay's pid, whose /proc/PID/fd/FD the
+// runtime opens when the program closed or lost the descriptor.
+inline constexpr char kRegionEnv[] = "FAY_INPROC";
+// How long fay may go without a heartbeat before the probes of every process stop running.
+inline constexpr uint64_t kHeartbeatTimeoutNs = 1'000'000'000;
+
+struct RegionHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t slots;
+  uint64_t total_bytes;
+  uint32_t map_count, program_count, patch_count, reserved;
+  uint64_t maps_off, programs_off, patches_off;
+
+  // Written by fay while the query runs.
+  std::atomic<uint32_t> stop;  // 1: every probe is a no-op from now on
+  uint32_t reserved2;
+  std::atomic<uint64_t> heartbeat_ns;  // fay's CLOCK_MONOTONIC_COARSE, every 100 ms
+
+  // Written by the runtimes, read by fay.
+  std::atomic<uint64_t> processes;  // processes whose runtime started
+  std::atomic<uint64_t> patched;    // functions patched, summed over processes
+  std::atomic<uint64_t> refused;    // functions a process could not patch
+  std::atomic<uint64_t> dropped;    // runs skipped: every slot was held
+  std::atomic<uint32_t> slot_held[kMaxSlots];
+  std::atomic<uint32_t> error_claimed;
+  char first_error[256];  // the first refusal's reason, NUL-terminated
+};
+
+struct RegionMap {
+  int32_t id;  // fay's map slot (bpf::MapId): what a program's map reference names
+  uint32_t type, key_size, value_size, max_entries, slots;
+  uint64_t offset, bytes;
+};
+
+struct RegionProgram {
+  uint64_t insns_off;
+  uint32_t insn_count;
+  uint32_t reserved;
+};
+
+// One program to run at one function: several share a function when a query probes its entry
+// and its return, or a uretprobe keeps an entry state.
+struct RegionPatch {
+  uint64_t dev, ino;     // the ELF file, as /proc/self/maps names it
+  uint64_t file_offset;  // the function's first byte in the file
+  uint64_t size;         // its st_size: how far the branch check looks
+  uint64_t cookie;       // what bpf_get_attach_cookie answers: the probe's index
+  uint32_t program;      // into the programs
+  uint32_t is_return;    // run when the function returns
+  char path[256];        // for messages
+};
+
+}  // namespace fay::inproc

@@ -1,0 +1,267 @@
+// libfay_inproc.so: the runtime fay preloads into a traced command (and, through its
+// environment, into every process the command starts) to run uprobe probes inside the process
+// instead of through the kernel (docs/INPROCESS.md). Before main it maps the region fay filled
+// (src/inproc/region.h), finds the query's functions in the files this process has mapped,
+// patches them, and from then on every call runs the query's program, the one the kernel's
+// verifier accepted, in the interpreter, with the maps in the region that fay reads.
+//
+// It never fails the program: whatever it cannot do it counts in the region and leaves
+// undone, and the process runs as it would have.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inproc/helpers.h"
+#include "inproc/interpreter.h"
+#include "inproc/patcher.h"
+#include "inproc/region.h"
+#include "inproc/shm_maps.h"
+
+namespace fay::inproc {
+namespace {
+
+struct Run {
+  const Interpreter* program;
+  uint64_t cookie;
+};
+
+// One patched function: what runs at its entry and at its return.
+struct Site {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  std::vector<Run> on_entry, on_return;
+  std::string path;
+};
+
+struct Runtime {
+  RegionHeader* header = nullptr;
+  std::map<int, ShmMap> maps;  // by fay's map slot
+  std::vector<Interpreter> programs;
+  std::vector<std::unique_ptr<Site>> sites;
+  std::vector<std::unique_ptr<EntryPatch>> patches;
+};
+
+Runtime* g_runtime = nullptr;
+thread_local bool t_in_probe = false;
+
+// x86-64 struct pt_regs, as a uprobe program's context.
+struct PtRegs {
+  uint64_t r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags,
+      sp, ss;
+};
+
+bool Live(const RegionHeader* h) {
+  if (h->stop.load(std::memory_order_relaxed)) return false;
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);  // the vDSO: a few ns
+  uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + ts.tv_nsec;
+  uint64_t beat = h->heartbeat_ns.load(std::memory_order_relaxed);
+  // fay gone (killed): the probes stop costing anything but this check.
+  return now < beat + kHeartbeatTimeoutNs;
+}
+
+// A probe run holds a slot for its whole run, as a program holds its CPU in the kernel: the
+// per-CPU maps' copy it writes is its alone. A thread starts from its own slot, so threads
+// rarely meet.
+constexpr uint32_t kNoSlot = ~0u;
+uint32_t TakeSlot(RegionHeader* h) {
+  const uint32_t n = h->slots;
+  const uint32_t first = static_cast<uint32_t>(gettid()) % n;
+  for (int pass = 0; pass < 64; ++pass)
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t s = (first + i) % n;
+      uint32_t free = 0;
+      if (h->slot_held[s].load(std::memory_order_relaxed) == 0 &&
+          h->slot_held[s].compare_exchange_strong(free, 1, std::memory_order_acquire))
+        return s;
+    }
+  return kNoSlot;
+}
+
+void RunAll(const std::vector<Run>& runs, PtRegs* regs) {
+  RegionHeader* h = g_runtime->header;
+  uint32_t slot = TakeSlot(h);
+  if (slot == kNoSlot) {
+    h->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  SetCurrentSlot(slot);
+  for (const Run& r : runs) {
+    SetCurrentCookie(r.cookie);
+    r.program->Run(reinterpret_cast<uint64_t>(regs));
+  }
+  h->slot_held[slot].store(0, std::memory_order_release);
+}
+
+void OnEntry(void* context, const EntryRegs* regs) {
+  const Site* site = static_cast<const Site*>(context);
+  // A probed function the probe itself calls (malloc, memcpy) runs unprobed, as a kernel
+  // uprobe does not fire inside a BPF program.
+  if (t_in_probe || site->on_entry.empty() || !Live(g_runtime->header)) return;
+  t_in_probe = true;
+  PtRegs pt{};
+  pt.di = regs->rdi;
+  pt.si = regs->rsi;
+  pt.dx = regs->rdx;
+  pt.cx = regs->rcx;
+  pt.r8 = regs->r8;
+  pt.r9 = regs->r9;
+  pt.r10 = regs->r10;
+  pt.r11 = regs->r11;
+  pt.ax = regs->rax;
+  pt.ip = site->address;
+  // Where the return address sits, right above what the trampoline pushed: the entry's rsp.
+  pt.sp = reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs);
+  RunAll(site->on_entry, &pt);
+  t_in_probe = false;
+}
+
+void OnReturn(void* context, uint64_t ret, uint64_t /*entry_ns*/, uint64_t sp) {
+  const Site* site = static_cast<const Site*>(context);
+  if (t_in_probe || !Live(g_runtime->header)) return;
+  t_in_probe = true;
+  PtRegs pt{};
+  pt.ax = ret;
+  pt.sp = sp;
+  pt.ip = site->address;
+  RunAll(site->on_return, &pt);
+  t_in_probe = false;
+}
+
+void NoteRefusal(RegionHeader* h, const std::string& why) {
+  h->refused.fetch_add(1, std::memory_order_relaxed);
+  uint32_t no = 0;
+  if (h->error_claimed.compare_exchange_strong(no, 1)) {
+    std::snprintf(h->first_error, sizeof h->first_error, "%s", why.c_str());
+  }
+}
+
+// The region, from the descriptor fay left the command, or else through fay's own.
+RegionHeader* MapRegion(const char* env) {
+  int fd = -1, fay_pid = 0;
+  if (std::sscanf(env, "%d,%d", &fd, &fay_pid) != 2) return nullptr;
+  auto try_fd = [](int f) -> RegionHeader* {
+    RegionHeader head;
+    if (pread(f, &head, sizeof head, 0) != static_cast<ssize_t>(sizeof head)) return nullptr;
+    if (head.magic != kRegionMagic || head.version != kRegionVersion) return nullptr;
+    void* p = mmap(nullptr, head.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<RegionHeader*>(p);
+  };
+  if (RegionHeader* h = try_fd(fd)) {
+    // Not needed past this point; the program's descriptors are its own again.
+    close(fd);
+    return h;
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/fd/%d", fay_pid, fd);
+  int f = open(path, O_RDWR | O_CLOEXEC);
+  if (f < 0) return nullptr;
+  RegionHeader* h = try_fd(f);
+  close(f);
+  return h;
+}
+
+// Where this process mapped the file offset `off` of file (dev, ino) executable, or 0.
+uint64_t AddressOf(uint64_t dev, uint64_t ino, uint64_t off) {
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  char line[512];
+  uint64_t found = 0;
+  while (!found && std::fgets(line, sizeof line, f)) {
+    unsigned long start, end, pgoff, inode;
+    unsigned maj, min;
+    char perms[8];
+    if (std::sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &pgoff, &maj, &min,
+                    &inode) != 7)
+      continue;
+    if (perms[2] != 'x' || inode != ino || makedev(maj, min) != dev) continue;
+    if (off >= pgoff && off < pgoff + (end - start)) found = start + (off - pgoff);
+  }
+  std::fclose(f);
+  return found;
+}
+
+void Start() {
+  const char* env = getenv(kRegionEnv);
+  if (!env) return;
+  RegionHeader* h = MapRegion(env);
+  if (!h) return;
+  auto rt = std::make_unique<Runtime>();
+  rt->header = h;
+  auto* base = reinterpret_cast<uint8_t*>(h);
+  const auto* maps = reinterpret_cast<const RegionMap*>(base + h->maps_off);
+  for (uint32_t i = 0; i < h->map_count; ++i) {
+    const RegionMap& m = maps[i];
+    MapShape shape{static_cast<bpf_map_type>(m.type), m.key_size, m.value_size, m.max_entries};
+    auto placed = ShmMap::Place(shape, m.slots, {base + m.offset, m.bytes});
+    if (!placed.ok()) return NoteRefusal(h, placed.status().message());
+    rt->maps.emplace(m.id, *placed);
+  }
+  const auto* progs = reinterpret_cast<const RegionProgram*>(base + h->programs_off);
+  for (uint32_t i = 0; i < h->program_count; ++i) {
+    const auto* insns = reinterpret_cast<const bpf_insn*>(base + progs[i].insns_off);
+    auto interp = Interpreter::Prepare(
+        std::vector<bpf_insn>(insns, insns + progs[i].insn_count),
+        [&rt](int id) {
+          auto it = rt->maps.find(id);
+          return it == rt->maps.end() ? uint64_t{0} : reinterpret_cast<uint64_t>(&it->second);
+        },
+        RuntimeHelpers());
+    if (!interp.ok()) return NoteRefusal(h, interp.status().message());
+    rt->programs.push_back(std::move(interp).value());
+  }
+  // Functions of files this process maps, grouped by address: one patch each.
+  std::map<uint64_t, Site*> by_address;
+  const auto* patches = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
+  for (uint32_t i = 0; i < h->patch_count; ++i) {
+    const RegionPatch& p = patches[i];
+    uint64_t at = AddressOf(p.dev, p.ino, p.file_offset);
+    if (!at || p.program >= rt->programs.size()) continue;  // not in this process
+    Site*& site = by_address[at];
+    if (!site) {
+      rt->sites.push_back(std::make_unique<Site>());
+      site = rt->sites.back().get();
+      site->address = at;
+      site->size = p.size;
+      site->path = p.path;
+    }
+    (p.is_return ? site->on_return : site->on_entry)
+        .push_back({&rt->programs[p.program], p.cookie});
+  }
+  g_runtime = rt.get();
+  for (auto& site : rt->sites) {
+    auto patch =
+        site->on_return.empty()
+            ? EntryPatch::Install(site->address, site->size, &OnEntry, site.get())
+            : EntryPatch::InstallReturn(site->address, site->size, &OnEntry, &OnReturn, site.get());
+    if (!patch.ok()) {
+      NoteRefusal(h, site->path + ": " + patch.status().message());
+      continue;
+    }
+    rt->patches.push_back(std::move(patch).value());
+    h->patched.fetch_add(1, std::memory_order_relaxed);
+  }
+  h->processes.fetch_add(1, std::memory_order_relaxed);
+  // Kept for the life of the process: a thread may be inside a trampoline at any moment,
+  // until exit, so nothing of it is ever freed.
+  (void)rt.release();
+}
+
+}  // namespace
+}  // namespace fay::inproc
+
+// Before main, with the program's one thread: nothing else runs the bytes being patched.
+__attribute__((constructor)) static void FayInprocStart() {
+  fay::inproc::Start();
+}
