@@ -106,10 +106,12 @@ def fay_rows(run):
     return rows
 
 
-def fay_tool(env, name, workload_argv, query, comm, lo, hi, member, also=None):
+def fay_tool(env, name, workload_argv, query, comm, lo, hi, member, also=None, flags=()):
     """fay query -c; the row for comm (any row when comm is None) must hold member in [lo, hi]
-    (hi None: at least lo). also: the workload's own check, on the same run."""
-    argv = [env.fay, "query", "--format", "json", "-c", command_string(workload_argv), query]
+    (hi None: at least lo). also: the workload's own check, on the same run. flags: more of fay
+    query's options (--uprobes kernel)."""
+    argv = [env.fay, "query", "--format", "json", *flags, "-c", command_string(workload_argv),
+            query]
 
     def check(run):
         err = exited_zero(run)

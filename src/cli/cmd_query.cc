@@ -207,6 +207,8 @@ int RunQuery(const QueryOptions& opt) {
                       fmt::format("--max-keys must be 1 to {}, not {}", 1u << 22, opt.max_keys)));
   if (opt.pid && kill(opt.pid, 0) < 0 && errno == ESRCH)
     return Fail(Error(Code::kNotFound, fmt::format("-p {}: no such process", opt.pid)));
+  auto uprobe_mode = inproc::ParseUprobeMode(opt.uprobes);
+  if (!uprobe_mode.ok()) return Fail(uprobe_mode.status());
   if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
 
   SystemCatalog catalog;
@@ -225,8 +227,6 @@ int RunQuery(const QueryOptions& opt) {
   if (!live.ok()) return Fail(WithPrivilegeHint(live.status()));
 
   // Uprobes of a -c command run inside it where they can (docs/INPROCESS.md).
-  auto uprobe_mode = inproc::ParseUprobeMode(opt.uprobes);
-  if (!uprobe_mode.ok()) return Fail(uprobe_mode.status());
   std::optional<std::vector<std::string>> command_argv;
   if (!opt.command.empty()) {
     auto argv = SplitCommand(opt.command);

@@ -92,6 +92,10 @@ struct ShadowStack {
 };
 
 thread_local ShadowStack t_shadow;
+// Set while this thread runs a probe's handlers: a probed function they call (clock_gettime,
+// malloc) runs unprobed, as a kernel uprobe does not fire inside a BPF program, instead of
+// recursing without end.
+thread_local bool t_in_handler = false;
 std::atomic<uint64_t> g_too_deep{0}, g_skipped{0};
 
 uint64_t NowNs() {
@@ -106,16 +110,20 @@ uint64_t LandingAddress();
 // the landing stub's, kept on the thread's shadow stack.
 void EnterForReturn(void* context, const EntryRegs* regs) {
   const auto* probe = static_cast<const ReturnProbe*>(context);
+  if (t_in_handler) return;
+  t_in_handler = true;
   if (probe->on_entry) probe->on_entry(probe->context, regs);
   ShadowStack& s = t_shadow;
   if (s.depth == kShadowDepth) {
     g_too_deep.fetch_add(1, std::memory_order_relaxed);
+    t_in_handler = false;
     return;
   }
   // The return address sits right above the registers the trampoline pushed.
   auto* slot = reinterpret_cast<uint64_t*>(reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs));
   s.frames[s.depth++] = {*slot, reinterpret_cast<uint64_t>(slot), NowNs(), probe};
   *slot = LandingAddress();
+  t_in_handler = false;
 }
 
 // Called by the landing stub with the function's return registers saved at `saved` (xmm0, xmm1,
@@ -141,8 +149,11 @@ extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
   const ShadowFrame f = s.frames[at];
   std::atomic_signal_fence(std::memory_order_seq_cst);
   s.depth = at;
-  if (f.probe->live.load(std::memory_order_acquire))
+  if (f.probe->live.load(std::memory_order_acquire) && !t_in_handler) {
+    t_in_handler = true;
     f.probe->on_return(f.probe->context, saved[5], f.entry_ns, slot + 8);
+    t_in_handler = false;
+  }
   return f.ret;
 }
 

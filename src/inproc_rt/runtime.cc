@@ -106,10 +106,14 @@ void RunAll(const std::vector<Run>& runs, PtRegs* regs) {
 
 void OnEntry(void* context, const EntryRegs* regs) {
   const Site* site = static_cast<const Site*>(context);
-  // A probed function the probe itself calls (malloc, memcpy) runs unprobed, as a kernel
-  // uprobe does not fire inside a BPF program.
-  if (t_in_probe || site->on_entry.empty() || !Live(g_runtime->header)) return;
+  // A probed function the probe itself calls (clock_gettime, malloc, memcpy) runs unprobed, as
+  // a kernel uprobe does not fire inside a BPF program: the flag is set before any call.
+  if (t_in_probe) return;
   t_in_probe = true;
+  if (site->on_entry.empty() || !Live(g_runtime->header)) {
+    t_in_probe = false;
+    return;
+  }
   PtRegs pt{};
   pt.di = regs->rdi;
   pt.si = regs->rsi;
@@ -129,8 +133,12 @@ void OnEntry(void* context, const EntryRegs* regs) {
 
 void OnReturn(void* context, uint64_t ret, uint64_t /*entry_ns*/, uint64_t sp) {
   const Site* site = static_cast<const Site*>(context);
-  if (t_in_probe || !Live(g_runtime->header)) return;
+  if (t_in_probe) return;
   t_in_probe = true;
+  if (!Live(g_runtime->header)) {
+    t_in_probe = false;
+    return;
+  }
   PtRegs pt{};
   pt.ax = ret;
   pt.sp = sp;
@@ -193,6 +201,12 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, uint64_t off) {
 }
 
 void Start() {
+  // Nothing this thread calls while it patches is probed: a patched function the patching
+  // itself uses (mmap, mprotect, memcpy) runs as it was.
+  t_in_probe = true;
+  struct Done {
+    ~Done() { t_in_probe = false; }
+  } done;
   const char* env = getenv(kRegionEnv);
   if (!env) return;
   RegionHeader* h = MapRegion(env);
@@ -240,7 +254,12 @@ void Start() {
         .push_back({&rt->programs[p.program], p.cookie});
   }
   g_runtime = rt.get();
+  const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
   for (auto& site : rt->sites) {
+    if (debug) {
+      std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(),
+                   (unsigned long)site->address);
+    }
     auto patch =
         site->on_return.empty()
             ? EntryPatch::Install(site->address, site->size, &OnEntry, site.get())
