@@ -316,9 +316,14 @@ std::vector<std::string> InprocHost::Report(bool verbose) const {
   if (refused)
     out.push_back(fmt::format("warning: {} in-process patch{} refused, the first: {}", refused,
                               refused == 1 ? "" : "es", header_->first_error));
-  if (verbose)
-    out.push_back(fmt::format("in-process probes: {} process{}, {} function{} patched", procs,
-                              procs == 1 ? "" : "es", patched, patched == 1 ? "" : "s"));
+  if (verbose) {
+    uint64_t interpreted = header_->interpreted.load();
+    out.push_back(fmt::format("in-process probes: {} process{}, {} function{} patched{}", procs,
+                              procs == 1 ? "" : "es", patched, patched == 1 ? "" : "s",
+                              interpreted ? fmt::format(", {} program{} interpreted", interpreted,
+                                                        interpreted == 1 ? "" : "s")
+                                          : ""));
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "inproc/interpreter.h"
 
+#include "inproc/jit.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -203,7 +205,7 @@ bool KnownAtomic(int32_t imm) {
 
 Expected<Interpreter> Interpreter::Prepare(std::vector<bpf_insn> insns,
                                            const std::function<uint64_t(int)>& map_address,
-                                           Helpers helpers) {
+                                           Helpers helpers, bool translate) {
   Interpreter in;
   in.helpers_ = helpers;
   in.imm64_.assign(insns.size(), 0);
@@ -303,10 +305,22 @@ Expected<Interpreter> Interpreter::Prepare(std::vector<bpf_insn> insns,
     }
   }
   in.insns_ = std::move(insns);
+  if (translate) {
+    auto jit = JitCode::Translate(in.insns_, in.imm64_, in.helpers_);
+    if (jit.ok())
+      in.jit_ = std::move(jit).value();
+    else
+      in.not_translated_ = jit.status().message();
+  }
   return in;
 }
 
 uint64_t Interpreter::Run(uint64_t ctx) const {
+  if (jit_) return jit_->Run(ctx);
+  return Interpret(ctx);
+}
+
+uint64_t Interpreter::Interpret(uint64_t ctx) const {
   const uint64_t args[5] = {ctx, 0, 0, 0, 0};
   return Exec(0, args, 0);
 }

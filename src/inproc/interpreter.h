@@ -14,7 +14,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -33,15 +35,22 @@ class Interpreter {
  public:
   // `map_address(index)` gives what a map reference (ld_imm64 BPF_PSEUDO_MAP_FD, its immediate
   // the map's slot as fay's Emitter leaves it) stands for: the address the map's helpers take.
+  // `translate`: run it as x86-64 code (jit.h) when the translation takes it; otherwise, or when
+  // it does not, interpreted.
   static Expected<Interpreter> Prepare(std::vector<bpf_insn> insns,
                                        const std::function<uint64_t(int map_index)>& map_address,
-                                       Helpers helpers);
+                                       Helpers helpers, bool translate = false);
 
-  // Runs the program with R1 = ctx; returns R0. Not reentrant per object: one per thread, or a
-  // lock (probes run on many threads: the runtime keeps one interpreter state per thread).
+  // Runs the program with R1 = ctx; returns R0. Safe from many threads at once: each run has
+  // its own registers and stack.
   uint64_t Run(uint64_t ctx) const;
+  // Runs it interpreted even when translated (the tests compare the two).
+  uint64_t Interpret(uint64_t ctx) const;
 
   size_t size() const { return insns_.size(); }
+  bool translated() const { return jit_ != nullptr; }
+  // Why it was not translated (empty when it was, or when not asked).
+  const std::string& not_translated() const { return not_translated_; }
 
  private:
   Interpreter() = default;
@@ -51,6 +60,8 @@ class Interpreter {
   std::vector<bpf_insn> insns_;
   std::vector<uint64_t> imm64_;  // resolved ld_imm64 values, by the index of their first half
   Helpers helpers_;
+  std::shared_ptr<const class JitCode> jit_;
+  std::string not_translated_;
 };
 
 // What bpf_loop's callback argument holds in a register: the callback's first instruction,

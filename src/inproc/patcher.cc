@@ -72,6 +72,7 @@ struct ReturnProbe {
   EntryHandler on_entry;
   ReturnHandler on_return;
   void* context;
+  bool entry_time;
   // Cleared when its patch goes. A thread may still be inside the function, its frame on a
   // shadow stack pointing here: the probe is kept for it (never freed), and says nothing.
   std::atomic<bool> live{true};
@@ -121,7 +122,8 @@ void EnterForReturn(void* context, const EntryRegs* regs) {
   }
   // The return address sits right above the registers the trampoline pushed.
   auto* slot = reinterpret_cast<uint64_t*>(reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs));
-  s.frames[s.depth++] = {*slot, reinterpret_cast<uint64_t>(slot), NowNs(), probe};
+  s.frames[s.depth++] = {*slot, reinterpret_cast<uint64_t>(slot), probe->entry_time ? NowNs() : 0,
+                         probe};
   *slot = LandingAddress();
   t_in_handler = false;
 }
@@ -208,10 +210,11 @@ EntryPatch::EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, Cod
 Expected<std::unique_ptr<EntryPatch>> EntryPatch::InstallReturn(uint64_t address, size_t size,
                                                                 EntryHandler on_entry,
                                                                 ReturnHandler on_return,
-                                                                void* context) {
+                                                                void* context, bool entry_time) {
   if (LandingAddress() == 0) return Error(Code::kIo, "cannot map the return probes' landing stub");
   auto probe = std::make_unique<ReturnProbe>();
   probe->on_entry = on_entry;
+  probe->entry_time = entry_time;
   probe->on_return = on_return;
   probe->context = context;
   FAY_ASSIGN_OR_RETURN(std::unique_ptr<EntryPatch> p,

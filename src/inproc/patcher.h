@@ -62,10 +62,12 @@ class EntryPatch {
                                                        EntryHandler handler, void* context);
   // A return probe: `on_return` runs when the function returns (see ReturnHandler); `on_entry`
   // may be null.
+  // `entry_time` false: on_return gets 0 for the entry's time, and the entry saves a clock read
+  // (the runtime's programs keep their own).
   static Expected<std::unique_ptr<EntryPatch>> InstallReturn(uint64_t address, size_t size,
                                                              EntryHandler on_entry,
-                                                             ReturnHandler on_return,
-                                                             void* context);
+                                                             ReturnHandler on_return, void* context,
+                                                             bool entry_time = true);
   ~EntryPatch();
   EntryPatch(const EntryPatch&) = delete;
   EntryPatch& operator=(const EntryPatch&) = delete;

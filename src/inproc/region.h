@@ -35,10 +35,11 @@ struct RegionHeader {
   std::atomic<uint64_t> heartbeat_ns;  // fay's CLOCK_MONOTONIC_COARSE, every 100 ms
 
   // Written by the runtimes, read by fay.
-  std::atomic<uint64_t> processes;  // processes whose runtime started
-  std::atomic<uint64_t> patched;    // functions patched, summed over processes
-  std::atomic<uint64_t> refused;    // functions a process could not patch
-  std::atomic<uint64_t> dropped;    // runs skipped: every slot was held
+  std::atomic<uint64_t> processes;    // processes whose runtime started
+  std::atomic<uint64_t> patched;      // functions patched, summed over processes
+  std::atomic<uint64_t> refused;      // functions a process could not patch
+  std::atomic<uint64_t> dropped;      // runs skipped: every slot was held
+  std::atomic<uint64_t> interpreted;  // programs a process runs interpreted, not translated
   std::atomic<uint32_t> slot_held[kMaxSlots];
   std::atomic<uint32_t> error_claimed;
   char first_error[256];  // the first refusal's reason, NUL-terminated
