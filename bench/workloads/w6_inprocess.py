@@ -12,6 +12,9 @@ SECTION = "inprocess"
 SYMBOL = "fay_target"
 IN_PROCESS = "fay query (in-process)"
 KERNEL = "fay query (kernel uprobe)"
+# The same query over 0 calls: fay's start, the verifier and the runtime's patching, which the
+# per-call figure leaves out (at 2,000,000 calls it is most of the in-process row's time).
+STARTUP = "fay query (in-process), 0 calls"
 
 
 def _per_call_rule(limit):
@@ -22,6 +25,11 @@ def _per_call_rule(limit):
         if not mine or mine["status"] != "ok" or mine.get("overhead_ns_per_event") is None:
             return "FAIL", f"{IN_PROCESS} did not run: {mine and mine.get('reason')}"
         ns = mine["overhead_ns_per_event"]
+        start = rows.get(STARTUP)
+        fixed = ""
+        if start and start["status"] == "ok" and mine.get("median_wall_s") is not None:
+            ns = (mine["median_wall_s"] - start["median_wall_s"]) / results["events"] * 1e9
+            fixed = f" (fay's start, {start['median_wall_s'] * 1e3:.0f} ms, left out)"
         peers = []
         for name in (KERNEL, "bpftrace", "empty kernel uprobe"):
             t = rows.get(name)
@@ -29,7 +37,7 @@ def _per_call_rule(limit):
                 peers.append(f"{name} {t['overhead_ns_per_event']:,.0f} ns "
                              f"({t['overhead_ns_per_event'] / max(ns, 1e-9):.0f}x)")
         return ("PASS" if ns <= limit else "FAIL"), \
-            f"{ns:,.0f} ns a call in the process (<= {limit}); " + ", ".join(peers)
+            f"{ns:,.0f} ns a call in the process{fixed} (<= {limit}); " + ", ".join(peers)
     return rule
 
 
@@ -41,8 +49,12 @@ def workloads(env):
     fn = f"{prog}:{SYMBOL}"
 
     def row(label, query, member, lo):
-        return [fay_tool(env, IN_PROCESS, argv, query, None, lo, lo, member, flags=["--uprobes", "inprocess"]),
-                fay_tool(env, KERNEL, argv, query, None, lo, lo, member, flags=["--uprobes", "kernel"])]
+        inproc = ["--uprobes", "inprocess"]
+        return [fay_tool(env, IN_PROCESS, argv, query, None, lo, lo, member, flags=inproc),
+                Tool(STARTUP, "fay", [env.fay, "query", "--format", "json", *inproc, "-c",
+                                      f"{prog} 0", query], exit_ok, needs=[env.fay]),
+                fay_tool(env, KERNEL, argv, query, None, lo, lo, member,
+                         flags=["--uprobes", "kernel"])]
 
     out = []
     base = [Tool("untraced", "untraced", argv, exit_ok)]

@@ -470,6 +470,17 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
   return n;
 }
 
+void AddStatCounters(const uint64_t* c, RunStats* st) {
+  st->events_seen += c[kStatSeen];
+  st->events_matched += c[kStatMatched];
+  st->dropped += c[kStatDropped];
+  st->map_full += c[kStatMapFull];
+  st->read_errors += c[kStatReadErrors];
+  st->map_busy += c[kStatMapBusy];
+  st->map_errors += c[kStatMapErrors];
+  st->no_entry += c[kStatNoEntry];
+}
+
 RunStats LiveQuery::Stats() const {
   RunStats st;
   uint32_t zero = 0;
@@ -481,14 +492,7 @@ RunStats LiveQuery::Stats() const {
   for (const auto& s : *slices) {
     uint64_t c[kStatCount];
     std::memcpy(c, s.data(), sizeof(c));
-    st.events_seen += c[kStatSeen];
-    st.events_matched += c[kStatMatched];
-    st.dropped += c[kStatDropped];
-    st.map_full += c[kStatMapFull];
-    st.read_errors += c[kStatReadErrors];
-    st.map_busy += c[kStatMapBusy];
-    st.map_errors += c[kStatMapErrors];
-    st.no_entry += c[kStatNoEntry];
+    AddStatCounters(c, &st);
   }
   if (!gen_.counts_matched) st.events_matched = st.events_seen;
   if (source_) source_->AddStats(&st);

@@ -35,6 +35,9 @@ class StateSource {
   virtual void AddStats(RunStats* stats) const = 0;
 };
 
+// Adds one copy of the stats counters (kStatCount u64, codegen.h's StatIndex) to `st`.
+void AddStatCounters(const uint64_t* counters, RunStats* st);
+
 class LiveQuery {
  public:
   using RowCallback = std::function<void(std::vector<Value> row, int probe_index)>;

@@ -364,24 +364,14 @@ void InprocHost::Fold(int map, bool clear,
 void InprocHost::AddStats(RunStats* st) const {
   const ShmMap* stats = MapAt(bpf::kMapStats);
   if (!stats) return;
-  RunStats mine;
+  uint64_t sum[bpf::kStatCount] = {};
   stats->ForEach([&](const uint8_t*, uint32_t, const uint8_t* v) {
     uint64_t c[bpf::kStatCount];
     std::memcpy(c, v, sizeof c);
-    mine.events_seen += c[bpf::kStatSeen];
-    mine.events_matched += c[bpf::kStatMatched];
-    mine.map_full += c[bpf::kStatMapFull];
-    mine.read_errors += c[bpf::kStatReadErrors];
-    mine.map_errors += c[bpf::kStatMapErrors];
-    mine.no_entry += c[bpf::kStatNoEntry];
+    for (int k = 0; k < bpf::kStatCount; ++k) sum[k] += c[k];
   });
-  if (!counts_matched_) mine.events_matched = mine.events_seen;
-  st->events_seen += mine.events_seen;
-  st->events_matched += mine.events_matched;
-  st->map_full += mine.map_full;
-  st->read_errors += mine.read_errors;
-  st->map_errors += mine.map_errors;
-  st->no_entry += mine.no_entry;
+  if (!counts_matched_) sum[bpf::kStatMatched] = sum[bpf::kStatSeen];
+  bpf::AddStatCounters(sum, st);
   if (header_) st->dropped += header_->dropped.load();
 }
 

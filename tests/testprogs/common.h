@@ -22,3 +22,10 @@ static inline long testprog_arg(int argc, char** argv, int i, const char* usage)
   }
   return v;
 }
+
+// A function a probe targets: exported, never inlined or cloned, and really called.
+#if defined(__clang__)
+#define FAY_PROBE_TARGET __attribute__((noinline, used, visibility("default")))
+#else
+#define FAY_PROBE_TARGET __attribute__((noipa, used, visibility("default")))
+#endif

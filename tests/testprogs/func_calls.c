@@ -5,12 +5,6 @@
 
 #include "common.h"
 
-#if defined(__clang__)
-#define FAY_PROBE_TARGET __attribute__((noinline, used, visibility("default")))
-#else
-#define FAY_PROBE_TARGET __attribute__((noipa, used, visibility("default")))
-#endif
-
 FAY_PROBE_TARGET long fay_target(long a, long b) {
   // The barrier keeps the compiler from proving anything about the call or its result.
   __asm__ volatile("" : "+r"(a), "+r"(b)::"memory");

@@ -7,12 +7,6 @@
 
 #include "common.h"
 
-#if defined(__clang__)
-#define FAY_PROBE_TARGET __attribute__((noinline, used, visibility("default")))
-#else
-#define FAY_PROBE_TARGET __attribute__((noipa, used, visibility("default")))
-#endif
-
 FAY_PROBE_TARGET long fay_hot(long a, long b) {
   __asm__ volatile("" : "+r"(a), "+r"(b)::"memory");
   return a + b;

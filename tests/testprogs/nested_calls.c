@@ -8,12 +8,6 @@
 
 #include "common.h"
 
-#if defined(__clang__)
-#define FAY_PROBE_TARGET __attribute__((noinline, used, visibility("default")))
-#else
-#define FAY_PROBE_TARGET __attribute__((noipa, used, visibility("default")))
-#endif
-
 static long spin_us;
 
 static long now_ns(void) {

@@ -156,21 +156,34 @@ int TestRun(int prog_fd, uint32_t* retval) {
   return rc;
 }
 
+// r0..r5 = random 64-bit values (ld_imm64), so nothing depends on what R1 starts as.
+void LoadRandomRegisters(std::vector<bpf_insn>* p, std::mt19937_64& rng) {
+  for (uint8_t r = 0; r <= 5; ++r) {
+    uint64_t v = rng();
+    bpf_insn a{}, b{};
+    a.code = BPF_LD | BPF_DW | BPF_IMM;
+    a.dst_reg = r;
+    a.imm = static_cast<int32_t>(v & 0xffffffffu);
+    b.imm = static_cast<int32_t>(v >> 32);
+    p->push_back(a);
+    p->push_back(b);
+  }
+}
+
+// r0 = fold(r0 ^ r1 ^ ... ^ r5) into 32 bits: the test run's return value is 32 bits.
+void FoldRegisters(std::vector<bpf_insn>* p) {
+  for (uint8_t r = 1; r <= 5; ++r) p->push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, r, 0, 0});
+  p->push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_MOV, 1, 0, 0, 0});
+  p->push_back(bpf_insn{BPF_ALU64 | BPF_K | BPF_RSH, 1, 0, 0, 32});
+  p->push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, 1, 0, 0});
+}
+
 TEST(Interpreter, AgreesWithTheKernelOnRandomArithmetic) {
   std::mt19937_64 rng(20261128);
   int compared = 0;
   for (int n = 0; n < 200; ++n) {
     std::vector<bpf_insn> p;
-    auto ld64 = [&](uint8_t r, uint64_t v) {
-      bpf_insn a{}, b{};
-      a.code = BPF_LD | BPF_DW | BPF_IMM;
-      a.dst_reg = r;
-      a.imm = static_cast<int32_t>(v & 0xffffffffu);
-      b.imm = static_cast<int32_t>(v >> 32);
-      p.push_back(a);
-      p.push_back(b);
-    };
-    for (uint8_t r = 0; r <= 5; ++r) ld64(r, rng());
+    LoadRandomRegisters(&p, rng);
     static const uint8_t kOps[] = {BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV,  BPF_MOD, BPF_OR, BPF_AND,
                                    BPF_XOR, BPF_LSH, BPF_RSH, BPF_ARSH, BPF_MOV, BPF_NEG};
     for (int k = 0; k < 40; ++k) {
@@ -187,11 +200,7 @@ TEST(Interpreter, AgreesWithTheKernelOnRandomArithmetic) {
       if (op == BPF_DIV || op == BPF_MOD) i.off = static_cast<int16_t>(rng() % 2);  // sdiv
       p.push_back(i);
     }
-    // r0 = fold(r0 ^ r1 ^ ... ^ r5) into 32 bits
-    for (uint8_t r = 1; r <= 5; ++r) p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, r, 0, 0});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_MOV, 1, 0, 0, 0});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_K | BPF_RSH, 1, 0, 0, 32});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, 1, 0, 0});
+    FoldRegisters(&p);
     p.push_back(bpf_insn{BPF_ALU | BPF_K | BPF_MOV, 1, 0, 0, 0});  // w1 = 0 (untouched r1 use)
     p.push_back(bpf_insn{BPF_JMP | BPF_EXIT, 0, 0, 0, 0});
     // R1 starts as the context pointer in the kernel: load every register first (done above),
@@ -213,12 +222,6 @@ TEST(Interpreter, AgreesWithTheKernelOnRandomArithmetic) {
   EXPECT_GE(compared, 190);
 }
 
-}  // namespace
-}  // namespace fay::inproc
-
-namespace fay::inproc {
-namespace {
-
 // The translation to x86-64 (jit.h) against the kernel and the interpreter: random programs of
 // what it translates (no division), with stack stores and loads of every size, sign-extending
 // moves and loads, and conditional jumps of every kind on registers and constants. Every
@@ -228,16 +231,7 @@ TEST(Jit, AgreesWithTheKernelAndTheInterpreterOnRandomPrograms) {
   int compared = 0;
   for (int n = 0; n < 300; ++n) {
     std::vector<bpf_insn> p;
-    auto ld64 = [&](uint8_t r, uint64_t v) {
-      bpf_insn a{}, b{};
-      a.code = BPF_LD | BPF_DW | BPF_IMM;
-      a.dst_reg = r;
-      a.imm = static_cast<int32_t>(v & 0xffffffffu);
-      b.imm = static_cast<int32_t>(v >> 32);
-      p.push_back(a);
-      p.push_back(b);
-    };
-    for (uint8_t r = 0; r <= 5; ++r) ld64(r, rng());
+    LoadRandomRegisters(&p, rng);
     static const uint8_t kOps[] = {BPF_ADD, BPF_SUB, BPF_MUL,  BPF_OR,  BPF_AND, BPF_XOR,
                                    BPF_LSH, BPF_RSH, BPF_ARSH, BPF_MOV, BPF_NEG};
     static const uint8_t kJumps[] = {BPF_JEQ,  BPF_JNE,  BPF_JGT,  BPF_JGE,  BPF_JLT, BPF_JLE,
@@ -289,10 +283,7 @@ TEST(Jit, AgreesWithTheKernelAndTheInterpreterOnRandomPrograms) {
       }
       p.push_back(i);
     }
-    for (uint8_t r = 1; r <= 5; ++r) p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, r, 0, 0});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_MOV, 1, 0, 0, 0});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_K | BPF_RSH, 1, 0, 0, 32});
-    p.push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, 1, 0, 0});
+    FoldRegisters(&p);
     p.push_back(bpf_insn{BPF_JMP | BPF_EXIT, 0, 0, 0, 0});
     ProgramSpec spec;
     spec.type = BPF_PROG_TYPE_SOCKET_FILTER;
