@@ -308,6 +308,7 @@ int RunQuery(const QueryOptions& opt) {
     fmt::print(stderr, "fay: probes attached at CLOCK_MONOTONIC {} ns\n", t_attached);
   }
   if (child) {
+    if (*host) (*host)->Heartbeat();  // attaching may have taken longer than its timeout
     if (Status st = child->Release(); !st.ok()) return Fail(st);
     (*live)->CommandStarted();
   }

@@ -176,7 +176,8 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const std::string& o) {
-      return entry.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
+      const size_t eq = o.find('=');
+      return eq != std::string::npos && entry.compare(0, eq + 1, o, 0, eq + 1) == 0;
     });
     if (!replaced) env_store.push_back(std::move(entry));
   }

@@ -92,6 +92,10 @@ const ShmMap* MapOf(uint64_t a) {
 
 }  // namespace
 
+uint32_t CurrentTid() {
+  return static_cast<uint32_t>(Ids().pid_tgid);
+}
+
 void SetCurrentSlot(uint32_t slot) {
   t_slot = slot;
 }

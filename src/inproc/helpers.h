@@ -17,6 +17,8 @@ Helpers RuntimeHelpers();
 
 // The slot the calling thread's programs use until changed.
 void SetCurrentSlot(uint32_t slot);
+// The calling thread's id, cached (and read again after a fork).
+uint32_t CurrentTid();
 // What bpf_get_attach_cookie answers on the calling thread until changed: the probe's index.
 void SetCurrentCookie(uint64_t cookie);
 

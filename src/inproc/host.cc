@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/limits.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -218,6 +220,9 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
       rp.program = static_cast<uint32_t>(k);
       rp.is_return = g.attach.is_exit;
       std::snprintf(rp.path, sizeof rp.path, "%s", info.name.c_str());
+      char real[PATH_MAX];
+      std::snprintf(rp.file, sizeof rp.file, "%s",
+                    realpath(info.path.c_str(), real) ? real : info.path.c_str());
       patches.push_back(rp);
     }
   }
@@ -296,7 +301,15 @@ std::vector<std::string> InprocHost::Environment() const {
 }
 
 void InprocHost::Heartbeat() {
-  if (header_) header_->heartbeat_ns.store(CoarseNow(), std::memory_order_relaxed);
+  if (!header_) return;
+  header_->heartbeat_ns.store(CoarseNow(), std::memory_order_relaxed);
+  // A thread that died inside a probe (its process exited or was killed) still holds its slot:
+  // freed here, or enough such deaths would leave no slot to run in.
+  for (uint32_t s = 0; s < header_->slots; ++s) {
+    uint32_t tid = header_->slot_held[s].load(std::memory_order_relaxed);
+    if (tid != 0 && kill(static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH)
+      header_->slot_held[s].compare_exchange_strong(tid, 0);
+  }
 }
 
 void InprocHost::Stop() {
@@ -308,14 +321,21 @@ std::vector<std::string> InprocHost::Report(bool verbose) const {
   if (!header_) return out;
   uint64_t procs = header_->processes.load(), patched = header_->patched.load(),
            refused = header_->refused.load();
+  if (procs > 0 && patched == 0 && refused == 0)
+    out.push_back(
+        "warning: no function of the query's in-process probes was found mapped in the "
+        "command's processes: they saw nothing; --uprobes kernel traces them through the kernel");
   if (procs == 0)
     out.push_back(
         "warning: the in-process runtime started in no process of the command (its "
         "environment cleared, or only static executables): its in-process probes saw nothing; "
         "--uprobes kernel traces them through the kernel");
   if (refused)
-    out.push_back(fmt::format("warning: {} in-process patch{} refused, the first: {}", refused,
-                              refused == 1 ? "" : "es", header_->first_error));
+    out.push_back(fmt::format(
+        "warning: {} in-process patch{} refused, the first: {}", refused, refused == 1 ? "" : "es",
+        // The process writes it: never trusted to end.
+        std::string(header_->first_error,
+                    strnlen(header_->first_error, sizeof header_->first_error))));
   if (verbose) {
     uint64_t interpreted = header_->interpreted.load();
     out.push_back(fmt::format("in-process probes: {} process{}, {} function{} patched{}", procs,
@@ -337,7 +357,19 @@ void InprocHost::SetWindow(uint64_t window) {
   if (const ShmMap* c = MapAt(bpf::kMapControl)) {
     uint32_t zero = 0;
     auto* v = static_cast<uint64_t*>(c->Lookup(&zero, 0));
-    if (v) __atomic_store_n(v, window, __ATOMIC_RELEASE);
+    if (v) __atomic_store_n(v, window, __ATOMIC_SEQ_CST);
+  }
+  // A run that started before the flip may still write the old window; unlike a BPF program,
+  // its thread can be preempted. Every run holds a slot: wait (50 ms at most) until each slot
+  // held now has been let go once.
+  uint32_t held[kMaxSlots];
+  for (uint32_t s = 0; s < header_->slots; ++s) held[s] = header_->slot_held[s].load();
+  for (int waited = 0; waited < 500; ++waited) {
+    bool busy = false;
+    for (uint32_t s = 0; s < header_->slots && !busy; ++s)
+      busy = held[s] != 0 && header_->slot_held[s].load() == held[s];
+    if (!busy) break;
+    usleep(100);
   }
 }
 

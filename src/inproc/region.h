@@ -40,7 +40,7 @@ struct RegionHeader {
   std::atomic<uint64_t> refused;      // functions a process could not patch
   std::atomic<uint64_t> dropped;      // runs skipped: every slot was held
   std::atomic<uint64_t> interpreted;  // programs a process runs interpreted, not translated
-  std::atomic<uint32_t> slot_held[kMaxSlots];
+  std::atomic<uint32_t> slot_held[kMaxSlots];  // the holder's thread id, 0 when free
   std::atomic<uint32_t> error_claimed;
   char first_error[256];  // the first refusal's reason, NUL-terminated
 };
@@ -66,7 +66,8 @@ struct RegionPatch {
   uint64_t cookie;       // what bpf_get_attach_cookie answers: the probe's index
   uint32_t program;      // into the programs
   uint32_t is_return;    // run when the function returns
-  char path[256];        // for messages
+  char path[256];        // the probe's name, for messages
+  char file[256];        // the ELF file's real path: matched where the maps name another device
 };
 
 }  // namespace fay::inproc

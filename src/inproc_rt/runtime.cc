@@ -77,21 +77,29 @@ bool Live(const RegionHeader* h) {
   return live;
 }
 
+// fay's heartbeat is stale: the run is skipped, and counted where fay will see it if it is
+// only slow.
+bool LiveOrCount(RegionHeader* h) {
+  if (Live(h)) return true;
+  if (!h->stop.load(std::memory_order_relaxed)) h->dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 // A probe run holds a slot for its whole run, as a program holds its CPU in the kernel: the
 // per-CPU maps' copy it writes is its alone. A thread starts from its own slot, so threads
 // rarely meet.
 constexpr uint32_t kNoSlot = ~0u;
 uint32_t TakeSlot(RegionHeader* h) {
   const uint32_t n = h->slots;
-  // Only a hint: a forked child's threads keep their parent's until they differ anyway.
-  thread_local uint32_t hint = static_cast<uint32_t>(gettid());
-  const uint32_t first = hint % n;
+  const uint32_t tid = CurrentTid();
+  const uint32_t first = tid % n;
   for (int pass = 0; pass < 64; ++pass)
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t s = (first + i) % n;
       uint32_t free = 0;
+      // The holder's id: fay frees the slot of a thread that died holding it.
       if (h->slot_held[s].load(std::memory_order_relaxed) == 0 &&
-          h->slot_held[s].compare_exchange_strong(free, 1, std::memory_order_acquire))
+          h->slot_held[s].compare_exchange_strong(free, tid, std::memory_order_acquire))
         return s;
     }
   return kNoSlot;
@@ -118,7 +126,7 @@ void OnEntry(void* context, const EntryRegs* regs) {
   // a kernel uprobe does not fire inside a BPF program: the flag is set before any call.
   if (t_in_probe) return;
   t_in_probe = true;
-  if (site->on_entry.empty() || !Live(g_runtime->header)) {
+  if (site->on_entry.empty() || !LiveOrCount(g_runtime->header)) {
     t_in_probe = false;
     return;
   }
@@ -143,8 +151,7 @@ void OnReturn(void* context, uint64_t ret, uint64_t /*entry_ns*/, uint64_t sp) {
   const Site* site = static_cast<const Site*>(context);
   if (t_in_probe) return;
   t_in_probe = true;
-  // Only the stop: a return whose entry ran is seen, as the kernel's path sees it.
-  if (g_runtime->header->stop.load(std::memory_order_relaxed)) {
+  if (!LiveOrCount(g_runtime->header)) {
     t_in_probe = false;
     return;
   }
@@ -190,7 +197,7 @@ RegionHeader* MapRegion(const char* env) {
 }
 
 // Where this process mapped the file offset `off` of file (dev, ino) executable, or 0.
-uint64_t AddressOf(uint64_t dev, uint64_t ino, uint64_t off) {
+uint64_t AddressOf(uint64_t dev, uint64_t ino, const char* file, uint64_t off) {
   FILE* f = std::fopen("/proc/self/maps", "re");
   if (!f) return 0;
   char line[512];
@@ -199,10 +206,16 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, uint64_t off) {
     unsigned long start, end, pgoff, inode;
     unsigned maj, min;
     char perms[8];
-    if (std::sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &start, &end, perms, &pgoff, &maj, &min,
-                    &inode) != 7)
+    int name_at = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end, perms, &pgoff, &maj, &min,
+                    &inode, &name_at) != 7)
       continue;
-    if (perms[2] != 'x' || inode != ino || makedev(maj, min) != dev) continue;
+    if (perms[2] != 'x') continue;
+    // By device and inode, as a uprobe is placed; by path where the maps name another device
+    // for the same file (overlayfs before 6.8, btrfs subvolumes).
+    std::string name = name_at ? std::string(line + name_at) : "";
+    if (!name.empty() && name.back() == '\n') name.pop_back();
+    if ((inode != ino || makedev(maj, min) != dev) && name != file) continue;
     if (off >= pgoff && off < pgoff + (end - start)) found = start + (off - pgoff);
   }
   std::fclose(f);
@@ -220,6 +233,7 @@ void Start() {
   if (!env) return;
   RegionHeader* h = MapRegion(env);
   if (!h) return;
+  h->processes.fetch_add(1, std::memory_order_relaxed);
   auto rt = std::make_unique<Runtime>();
   rt->header = h;
   auto* base = reinterpret_cast<uint8_t*>(h);
@@ -250,7 +264,7 @@ void Start() {
   const auto* patches = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
   for (uint32_t i = 0; i < h->patch_count; ++i) {
     const RegionPatch& p = patches[i];
-    uint64_t at = AddressOf(p.dev, p.ino, p.file_offset);
+    uint64_t at = AddressOf(p.dev, p.ino, p.file, p.file_offset);
     if (!at || p.program >= rt->programs.size()) continue;  // not in this process
     Site*& site = by_address[at];
     if (!site) {
@@ -282,7 +296,6 @@ void Start() {
     rt->patches.push_back(std::move(patch).value());
     h->patched.fetch_add(1, std::memory_order_relaxed);
   }
-  h->processes.fetch_add(1, std::memory_order_relaxed);
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,
   // until exit, so nothing of it is ever freed.
   (void)rt.release();
