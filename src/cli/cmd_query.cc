@@ -244,6 +244,21 @@ int RunQuery(const QueryOptions& opt) {
   auto host = inproc::InprocHost::Create(*plan, hopt, &inproc_notes);
   if (!host.ok()) return Fail(host.status());
   for (const std::string& n : inproc_notes) fmt::print(stderr, "fay: {}\n", n);
+  // -p: the runtime goes in now, while fay holds every thread (src/inproc/inject.h); a process
+  // it cannot go into is traced through the kernel (auto) or refused (inprocess).
+  if (*host && opt.pid) {
+    auto in =
+        inproc::InjectRuntime(opt.pid, (*host)->library(), (*host)->Spec(), (*host)->Functions());
+    if (!in.ok()) {
+      if (*uprobe_mode == inproc::UprobeMode::kInProcess)
+        return Fail(Error(in.status().code(), "--uprobes inprocess: " + in.status().message()));
+      fmt::print(stderr, "fay: uprobes on the kernel's path: {}\n", in.status().message());
+      host->reset();
+    } else if (opt.verbose) {
+      fmt::print(stderr, "fay: in-process runtime loaded into {} in {:.1f} ms\n", opt.pid,
+                 in->elapsed_ns / 1e6);
+    }
+  }
   if (*host) (*live)->SetStateSource(host->get(), (*host)->in_process());
   uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
 
@@ -383,7 +398,16 @@ int RunQuery(const QueryOptions& opt) {
   (*live)->RememberStackProcesses();
 
   (*live)->Detach();
-  if (*host) (*host)->Stop();
+  if (*host) {
+    (*host)->Stop();
+    // -p: the process goes on; its functions get their bytes back.
+    if (opt.pid && kill(opt.pid, 0) == 0) {
+      auto out = inproc::EjectRuntime(opt.pid, (*host)->library());
+      if (!out.ok())
+        fmt::print(stderr, "fay: warning: could not restore the patched functions of {}: {}\n",
+                   opt.pid, out.status().message());
+    }
+  }
   if (p.mode == PlanMode::kSelect) {
     auto n = (*live)->PollEvents(-1, on_row);
     if (!n.ok()) return Fail(n.status());

@@ -185,6 +185,9 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // Without changes, fay's own environment as it is: the exec's arguments (which a recording
+  // shows) are then what they always were.
+  char** env_or_environ = options.env.empty() ? environ : envp.data();
   // fay's other threads open files (and the kernel's BPF objects) while this one forks; one
   // caught open without close-on-exec at that moment would be the command's descriptor 3.
   std::vector<int> keep = {go[0], err[1]};
@@ -219,9 +222,9 @@ Expected<HeldChild> HeldChild::Spawn(const std::vector<std::string>& argv,
     RestoreInheritedSignals();
     if (options.inherit_fd >= 0) fcntl(options.inherit_fd, F_SETFD, 0);
     if (options.exe.empty())
-      execvpe(args[0], args.data(), envp.data());
+      execvpe(args[0], args.data(), env_or_environ);
     else
-      execve(options.exe.c_str(), args.data(), envp.data());
+      execve(options.exe.c_str(), args.data(), env_or_environ);
     int e = errno;
     (void)!write(err[1], &e, sizeof(e));
     _exit(127);

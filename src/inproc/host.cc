@@ -103,12 +103,8 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
       notes->push_back("uprobes on the kernel's path: " + why);
     return std::unique_ptr<InprocHost>();
   };
-  if (options.pid)
-    return all_kernel(
-        "in-process probes with -p (attaching to a running process) are not built "
-        "yet; -c runs them");
-  if (options.command_exe.empty())
-    return all_kernel("in-process probes need the command they run in (-c)");
+  if (options.command_exe.empty() && !options.pid)
+    return all_kernel("in-process probes need the process they run in (-c or -p)");
   if (plan.mode != PlanMode::kAggregate)
     return all_kernel("a select query's rows (a ring buffer) are not kept in the process yet");
   for (const Slot& s : plan.keys)
@@ -117,9 +113,12 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
   std::string library =
       options.runtime_library.empty() ? DefaultLibrary() : options.runtime_library;
   if (library.empty()) return all_kernel("the runtime library libfay_inproc.so is not next to fay");
-  if (auto st = IsStaticElf(options.command_exe); st.ok() && *st)
-    return all_kernel(fmt::format("{} is a static executable, which loads no runtime library",
-                                  options.command_exe));
+  const std::string exe =
+      options.pid ? fmt::format("/proc/{}/exe", options.pid) : options.command_exe;
+  if (auto st = IsStaticElf(exe); st.ok() && *st)
+    return all_kernel(
+        fmt::format("{} is a static executable, which loads no runtime library",
+                    options.pid ? fmt::format("process {}", options.pid) : options.command_exe));
 
   // The same plan compiled for the process: no scope (the runtime is only in the traced
   // processes), and the helpers a process has (no task_struct reads).
@@ -294,10 +293,25 @@ InprocHost::~InprocHost() {
   if (base_) munmap(base_, bytes_);
 }
 
+std::string InprocHost::Spec() const {
+  return fmt::format("{},{}", fd_.get(), getpid());
+}
+
 std::vector<std::string> InprocHost::Environment() const {
   std::string preload = library_;
   if (const char* old = getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-  return {"LD_PRELOAD=" + preload, fmt::format("{}={},{}", kRegionEnv, fd_.get(), getpid())};
+  return {"LD_PRELOAD=" + preload, fmt::format("{}={}", kRegionEnv, Spec())};
+}
+
+std::vector<FunctionAt> InprocHost::Functions() const {
+  std::vector<FunctionAt> out;
+  for (size_t i = 0; i < in_process_.size(); ++i) {
+    if (!in_process_[i]) continue;
+    char real[PATH_MAX];
+    const std::string& path = plan_.probes[i].path;
+    out.push_back({realpath(path.c_str(), real) ? real : path, plan_.probes[i].file_offset});
+  }
+  return out;
 }
 
 void InprocHost::Heartbeat() {
@@ -313,7 +327,24 @@ void InprocHost::Heartbeat() {
 }
 
 void InprocHost::Stop() {
-  if (header_) header_->stop.store(1);
+  if (!header_) return;
+  header_->stop.store(1);
+  WaitForRunsInFlight();
+}
+
+// Every slot held now let go once (50 ms at most): what a run that started before a window's
+// flip, or before the stop, writes is then in the maps fay reads next. Unlike a BPF program,
+// its thread can be preempted mid-run.
+void InprocHost::WaitForRunsInFlight() const {
+  uint32_t held[kMaxSlots];
+  for (uint32_t s = 0; s < header_->slots; ++s) held[s] = header_->slot_held[s].load();
+  for (int waited = 0; waited < 500; ++waited) {
+    bool busy = false;
+    for (uint32_t s = 0; s < header_->slots && !busy; ++s)
+      busy = held[s] != 0 && header_->slot_held[s].load() == held[s];
+    if (!busy) break;
+    usleep(100);
+  }
 }
 
 std::vector<std::string> InprocHost::Report(bool verbose) const {
@@ -359,18 +390,7 @@ void InprocHost::SetWindow(uint64_t window) {
     auto* v = static_cast<uint64_t*>(c->Lookup(&zero, 0));
     if (v) __atomic_store_n(v, window, __ATOMIC_SEQ_CST);
   }
-  // A run that started before the flip may still write the old window; unlike a BPF program,
-  // its thread can be preempted. Every run holds a slot: wait (50 ms at most) until each slot
-  // held now has been let go once.
-  uint32_t held[kMaxSlots];
-  for (uint32_t s = 0; s < header_->slots; ++s) held[s] = header_->slot_held[s].load();
-  for (int waited = 0; waited < 500; ++waited) {
-    bool busy = false;
-    for (uint32_t s = 0; s < header_->slots && !busy; ++s)
-      busy = held[s] != 0 && header_->slot_held[s].load() == held[s];
-    if (!busy) break;
-    usleep(100);
-  }
+  WaitForRunsInFlight();
 }
 
 void InprocHost::Fold(int map, bool clear,

@@ -13,6 +13,7 @@
 #include "bpf/runtime.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "inproc/inject.h"
 #include "inproc/region.h"
 #include "inproc/shm_maps.h"
 #include "query/plan.h"
@@ -43,6 +44,10 @@ class InprocHost : public bpf::StateSource {
   // What the command's environment gets, and the descriptor it must keep.
   std::vector<std::string> Environment() const;
   int fd() const { return fd_.get(); }
+  // -p: what InjectRuntime takes.
+  const std::string& library() const { return library_; }
+  std::string Spec() const;
+  std::vector<FunctionAt> Functions() const;
 
   // Tells the runtimes fay is alive (call at least every 100 ms), or that the query is over.
   void Heartbeat();
@@ -60,6 +65,7 @@ class InprocHost : public bpf::StateSource {
  private:
   Status Build(const bpf::GeneratedQuery& gen, const std::vector<size_t>& programs);
   const ShmMap* MapAt(int id) const;
+  void WaitForRunsInFlight() const;
 
   const Plan& plan_;
   std::vector<bool> in_process_;

@@ -1,5 +1,7 @@
 #include "inproc/patcher.h"
 
+#include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,7 +94,25 @@ struct ShadowStack {
   int depth = 0;
 };
 
-thread_local ShadowStack t_shadow;
+// Each thread's shadow stack is mapped on its first return probe and unmapped when it exits:
+// in thread-local storage its 8 KiB would not fit the room a library loaded with dlopen gets
+// (fay -p loads the runtime so).
+thread_local ShadowStack* t_shadow = nullptr;
+pthread_key_t g_shadow_key;
+pthread_once_t g_shadow_once = PTHREAD_ONCE_INIT;
+
+ShadowStack* Shadow() {
+  if (t_shadow) return t_shadow;
+  pthread_once(&g_shadow_once, [] {
+    pthread_key_create(&g_shadow_key, [](void* p) { munmap(p, sizeof(ShadowStack)); });
+  });
+  void* p = mmap(nullptr, sizeof(ShadowStack), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  t_shadow = static_cast<ShadowStack*>(p);  // zeroed: depth 0
+  pthread_setspecific(g_shadow_key, p);
+  return t_shadow;
+}
 // Set while this thread runs a probe's handlers: a probed function they call (clock_gettime,
 // malloc) runs unprobed, as a kernel uprobe does not fire inside a BPF program, instead of
 // recursing without end.
@@ -114,16 +134,16 @@ void EnterForReturn(void* context, const EntryRegs* regs) {
   if (t_in_handler) return;
   t_in_handler = true;
   if (probe->on_entry) probe->on_entry(probe->context, regs);
-  ShadowStack& s = t_shadow;
-  if (s.depth == kShadowDepth) {
+  ShadowStack* shadow = Shadow();
+  if (!shadow || shadow->depth == kShadowDepth) {
     g_too_deep.fetch_add(1, std::memory_order_relaxed);
     t_in_handler = false;
     return;
   }
   // The return address sits right above the registers the trampoline pushed.
   auto* slot = reinterpret_cast<uint64_t*>(reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs));
-  s.frames[s.depth++] = {*slot, reinterpret_cast<uint64_t>(slot), probe->entry_time ? NowNs() : 0,
-                         probe};
+  shadow->frames[shadow->depth++] = {*slot, reinterpret_cast<uint64_t>(slot),
+                                     probe->entry_time ? NowNs() : 0, probe};
   *slot = LandingAddress();
   t_in_handler = false;
 }
@@ -132,7 +152,7 @@ void EnterForReturn(void* context, const EntryRegs* regs) {
 // rdx, rax); returns where the function was to return.
 extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
   const uint64_t slot = reinterpret_cast<uint64_t>(saved) + 48 - 8;
-  ShadowStack& s = t_shadow;
+  ShadowStack& s = *t_shadow;  // mapped by the entry that sent the function here
   // This call's frame is the one whose return address sat in this slot. Any above it never
   // returned (a longjmp went past them, or a signal handler that ran on another stack did):
   // found by the slot, not by comparing addresses, which an alternate signal stack reorders.

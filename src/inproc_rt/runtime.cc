@@ -222,16 +222,16 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, const char* file, uint64_t off) {
   return found;
 }
 
-void Start() {
+// `spec`: "FD,PID" as kRegionEnv holds it.
+void Start(const char* spec) {
   // Nothing this thread calls while it patches is probed: a patched function the patching
   // itself uses (mmap, mprotect, memcpy) runs as it was.
   t_in_probe = true;
   struct Done {
     ~Done() { t_in_probe = false; }
   } done;
-  const char* env = getenv(kRegionEnv);
-  if (!env) return;
-  RegionHeader* h = MapRegion(env);
+  if (!spec) return;
+  RegionHeader* h = MapRegion(spec);
   if (!h) return;
   h->processes.fetch_add(1, std::memory_order_relaxed);
   auto rt = std::make_unique<Runtime>();
@@ -306,5 +306,27 @@ void Start() {
 
 // Before main, with the program's one thread: nothing else runs the bytes being patched.
 __attribute__((constructor)) static void FayInprocStart() {
-  fay::inproc::Start();
+  fay::inproc::Start(getenv(fay::inproc::kRegionEnv));
+}
+
+// fay -p calls these in a running process it holds stopped with ptrace (src/inproc/inject.h),
+// after loading the library with dlopen: every other thread is stopped while they patch.
+// Returns the functions patched, or -1 when the region could not be mapped.
+extern "C" __attribute__((visibility("default"))) long fay_inproc_attach(const char* spec) {
+  using namespace fay::inproc;
+  Runtime* before = g_runtime;
+  Start(spec);
+  if (g_runtime == before) return -1;
+  return static_cast<long>(g_runtime->patches.size());
+}
+
+// Puts back every patched function's bytes (the trampolines stay, for a thread stopped inside
+// one) and stops the probes. Returns the functions restored.
+extern "C" __attribute__((visibility("default"))) long fay_inproc_detach() {
+  using namespace fay::inproc;
+  if (!g_runtime) return 0;
+  long restored = 0;
+  for (auto& p : g_runtime->patches) restored += p->Remove().ok();
+  g_runtime->header->stop.store(1);
+  return restored;
 }

@@ -1,9 +1,11 @@
-// hammer T N [F]: T threads each call fay_hot(i % 4, t) for i in [0, N); then F forked children
-// (one thread each, no exec) do the same N calls as thread 0. Linked dynamically (a preloaded
+// hammer T N [F [DELAY_MS]]: after sleeping DELAY_MS (a time to attach to it with -p), T threads
+// each call fay_hot(i % 4, t) for i in [0, N); then F forked children (one thread each, no exec)
+// do the same N calls as thread 0. Linked dynamically (a preloaded
 // library reaches it): the program for in-process probes under threads and forks. Exits 1 if a
 // sum is wrong.
 #include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common.h"
 
@@ -28,13 +30,17 @@ static void* thread_main(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  const char* usage = "usage: hammer T N [F]\n";
+  const char* usage = "usage: hammer T N [F [DELAY_MS]]\n";
   long threads = testprog_arg(argc, argv, 1, usage);
   calls = testprog_arg(argc, argv, 2, usage);
   long forks = argc > 3 ? testprog_arg(argc, argv, 3, usage) : 0;
+  long delay_ms = argc > 4 ? testprog_arg(argc, argv, 4, usage) : 0;
   if (threads < 1 || threads > 64 || forks > 64) {
     (void)!write(2, usage, __builtin_strlen(usage));
     return 2;
+  }
+  struct timespec delay = {delay_ms / 1000, (delay_ms % 1000) * 1000000};
+  while (nanosleep(&delay, &delay) != 0) {
   }
   pthread_t tid[64];
   for (long t = 0; t < threads; t++) pthread_create(&tid[t], 0, thread_main, (void*)t);
