@@ -447,8 +447,8 @@ Runner RegisterQuery(CLI::App& app) {
   cmd->add_option("-p,--pid", opt->pid, "trace only PID and its descendants");
   cmd->add_option("--max-keys", opt->max_keys, "aggregation map capacity (default 10240)");
   cmd->add_option("--uprobes", opt->uprobes,
-                  "where uprobes of a -c command run: auto (default: in the process where "
-                  "they can, docs/INPROCESS.md), inprocess or kernel");
+                  "where uprobes of a -c command or -p process run: auto (default: in the "
+                  "process where they can, docs/INPROCESS.md), inprocess or kernel");
   cmd->add_flag("-v,--verbose", opt->verbose,
                 "report compile, load and attach times (with -i: events read per second)");
   cmd->add_option("-i,--input", opt->input, "query a recorded trace (fay record) instead");

@@ -1,5 +1,6 @@
 #include "inproc/host.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -61,6 +63,20 @@ std::string DefaultLibrary() {
   for (const std::string& p : {dir + "/libfay_inproc.so", dir + "/../lib/fay/libfay_inproc.so"})
     if (access(p.c_str(), R_OK) == 0) return p;
   return "";
+}
+
+bool HasChildren(pid_t pid) {
+  bool any = false;
+  if (DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, e->d_name));
+      pid_t c;
+      if (in >> c) any = true;
+    }
+    closedir(d);
+  }
+  return any;
 }
 
 bool IsUprobe(const ProbeInfo& p) {
@@ -113,6 +129,12 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
   std::string library =
       options.runtime_library.empty() ? DefaultLibrary() : options.runtime_library;
   if (library.empty()) return all_kernel("the runtime library libfay_inproc.so is not next to fay");
+  // -p loads the runtime into that one process: its forks keep the patches, but children it
+  // already has would be missed.
+  if (options.pid && HasChildren(options.pid))
+    return all_kernel(fmt::format(
+        "process {} has child processes, which in-process probes loaded into it would miss",
+        options.pid));
   const std::string exe =
       options.pid ? fmt::format("/proc/{}/exe", options.pid) : options.command_exe;
   if (auto st = IsStaticElf(exe); st.ok() && *st)
