@@ -178,6 +178,20 @@ void FoldRegisters(std::vector<bpf_insn>* p) {
   p->push_back(bpf_insn{BPF_ALU64 | BPF_X | BPF_XOR, 0, 1, 0, 0});
 }
 
+// `op` in 32 or 64 bits, on a register or a constant, between random registers of r0-r5.
+bpf_insn RandomAlu(uint8_t op, std::mt19937_64& rng) {
+  bool is64 = rng() % 2, imm = op == BPF_NEG || rng() % 2;
+  int32_t v = static_cast<int32_t>(rng());
+  if (op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH) v &= is64 ? 63 : 31;
+  if (op == BPF_NEG) v = 0;
+  bpf_insn i{};
+  i.code = static_cast<uint8_t>((is64 ? BPF_ALU64 : BPF_ALU) | (imm ? BPF_K : BPF_X) | op);
+  i.dst_reg = static_cast<uint8_t>(rng() % 6);
+  i.src_reg = imm ? 0 : static_cast<uint8_t>(rng() % 6);
+  i.imm = imm ? v : 0;
+  return i;
+}
+
 TEST(Interpreter, AgreesWithTheKernelOnRandomArithmetic) {
   std::mt19937_64 rng(20261128);
   int compared = 0;
@@ -188,15 +202,7 @@ TEST(Interpreter, AgreesWithTheKernelOnRandomArithmetic) {
                                    BPF_XOR, BPF_LSH, BPF_RSH, BPF_ARSH, BPF_MOV, BPF_NEG};
     for (int k = 0; k < 40; ++k) {
       uint8_t op = kOps[rng() % std::size(kOps)];
-      bool is64 = rng() % 2, imm = op == BPF_NEG || rng() % 2;
-      int32_t v = static_cast<int32_t>(rng());
-      if (op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH) v &= is64 ? 63 : 31;
-      if (op == BPF_NEG) v = 0;
-      bpf_insn i{};
-      i.code = static_cast<uint8_t>((is64 ? BPF_ALU64 : BPF_ALU) | (imm ? BPF_K : BPF_X) | op);
-      i.dst_reg = static_cast<uint8_t>(rng() % 6);
-      i.src_reg = imm ? 0 : static_cast<uint8_t>(rng() % 6);
-      i.imm = imm ? v : 0;
+      bpf_insn i = RandomAlu(op, rng);
       if (op == BPF_DIV || op == BPF_MOD) i.off = static_cast<int16_t>(rng() % 2);  // sdiv
       p.push_back(i);
     }
@@ -268,15 +274,8 @@ TEST(Jit, AgreesWithTheKernelAndTheInterpreterOnRandomPrograms) {
         continue;
       }
       uint8_t op = kOps[rng() % std::size(kOps)];
-      bool is64 = rng() % 2, imm = op == BPF_NEG || rng() % 2;
-      int32_t v = static_cast<int32_t>(rng());
-      if (op == BPF_LSH || op == BPF_RSH || op == BPF_ARSH) v &= is64 ? 63 : 31;
-      if (op == BPF_NEG) v = 0;
-      bpf_insn i{};
-      i.code = static_cast<uint8_t>((is64 ? BPF_ALU64 : BPF_ALU) | (imm ? BPF_K : BPF_X) | op);
-      i.dst_reg = reg();
-      i.src_reg = imm ? 0 : reg();
-      i.imm = imm ? v : 0;
+      bpf_insn i = RandomAlu(op, rng);
+      const bool is64 = BPF_CLASS(i.code) == BPF_ALU64, imm = BPF_SRC(i.code) == BPF_K;
       if (op == BPF_MOV && !imm && rng() % 3 == 0) {  // movsx (cpu v4)
         static const int16_t kBits[] = {8, 16, 32};
         i.off = kBits[rng() % (is64 ? 3 : 2)];
