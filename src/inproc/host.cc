@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +138,17 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
         options.pid));
   const std::string exe =
       options.pid ? fmt::format("/proc/{}/exe", options.pid) : options.command_exe;
+  // The loader ignores LD_PRELOAD for a program that gains privileges at exec (AT_SECURE): a
+  // set-user-ID or set-group-ID file of another owner, or file capabilities for a non-root fay.
+  if (struct stat st{};
+      options.command_exe.size() && stat(exe.c_str(), &st) == 0 &&
+      (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+       ((st.st_mode & S_ISGID) && st.st_gid != getgid()) ||
+       (getuid() != 0 && getxattr(exe.c_str(), "security.capability", nullptr, 0) > 0)))
+    return all_kernel(fmt::format(
+        "{} gains privileges when it starts (set-user-ID, set-group-ID or file capabilities), "
+        "so the loader will not preload the runtime into it",
+        exe));
   if (auto st = IsStaticElf(exe); st.ok() && *st)
     return all_kernel(
         fmt::format("{} is a static executable, which loads no runtime library",
