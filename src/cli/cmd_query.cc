@@ -244,6 +244,20 @@ int RunQuery(const QueryOptions& opt) {
   auto host = inproc::InprocHost::Create(*plan, hopt, &inproc_notes);
   if (!host.ok()) return Fail(host.status());
   for (const std::string& n : inproc_notes) fmt::print(stderr, "fay: {}\n", n);
+  uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
+
+  // Signals arrive through a signalfd so the loop below can wait on everything at once.
+  sigset_t mask;
+  sigemptyset(&mask);
+  // SIGHUP (a closed terminal or session) and SIGUSR1 end the query as SIGINT does: with the
+  // results gathered so far, never silently.
+  for (int sig : kStopSignals) sigaddset(&mask, sig);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  // After the stop signals are blocked: fay killed in the middle would leave a thread of the
+  // process running fay's call.
   // -p: the runtime goes in now, while fay holds every thread (src/inproc/inject.h); a process
   // it cannot go into is traced through the kernel (auto) or refused (inprocess).
   if (*host && opt.pid) {
@@ -260,17 +274,6 @@ int RunQuery(const QueryOptions& opt) {
     }
   }
   if (*host) (*live)->SetStateSource(host->get(), (*host)->in_process());
-  uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
-
-  // Signals arrive through a signalfd so the loop below can wait on everything at once.
-  sigset_t mask;
-  sigemptyset(&mask);
-  // SIGHUP (a closed terminal or session) and SIGUSR1 end the query as SIGINT does: with the
-  // results gathered so far, never silently.
-  for (int sig : kStopSignals) sigaddset(&mask, sig);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   std::optional<HeldChild> child;
   if (command_argv) {

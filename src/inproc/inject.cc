@@ -64,7 +64,8 @@ class Stopped {
         }
         held_[tid] = 0;
         if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0) continue;
-        FAY_RETURN_IF_ERROR(WaitStop(tid));
+        // A thread that exits meanwhile is simply gone.
+        if (!WaitStop(tid).ok()) Forget(tid);
       }
     }
     return Status::Ok();
@@ -79,6 +80,8 @@ class Stopped {
     const int sig = WSTOPSIG(status);
     const bool event = (status >> 16) != 0;
     if (stop_signal) *stop_signal = event ? 0 : sig;
+    // A signal the thread stopped for goes to it when it is let go, not lost.
+    if (!event && held_.count(tid)) held_[tid] = sig;
     return Status::Ok();
   }
 
@@ -175,7 +178,10 @@ class Remote {
   }
   // func(args): a call that has not returned after 300 ms may wait on a lock another stopped
   // thread holds (the loader's, malloc's): the others are let go then, once.
-  Expected<uint64_t> Call(uint64_t func, const std::vector<uint64_t>& args) {
+  // `let_go_after_ns`: how long before the other threads are let go (0: never before the
+  // deadlock wait below).
+  Expected<uint64_t> Call(uint64_t func, const std::vector<uint64_t>& args,
+                          uint64_t let_go_after_ns = 300'000'000) {
     user_regs_struct r = saved_;
     uint64_t sp = ((next_ - 256) & ~uint64_t{15}) - 8;
     const uint64_t zero = 0;
@@ -198,12 +204,21 @@ class Remote {
         if (w == tid_) break;
         if (w < 0) return ErrnoError("waiting for a remote call");
         const uint64_t waited = NowNs() - start;
-        if (!let_go_ && waited > 300'000'000) {
+        // A call waiting on a lock a stopped thread holds: the others go (after 2 s even while
+        // patching: running threads over a half-written jump are a smaller risk than a
+        // process that never runs again).
+        const uint64_t limit = let_go_after_ns ? let_go_after_ns : 2'000'000'000ull;
+        if (!let_go_ && waited > limit) {
           stopped_->ReleaseAllBut(tid_);
           let_go_ = true;
         }
-        if (waited > 5'000'000'000ull)
-          return Error(Code::kIo, "a call into the process did not return in 5 s");
+        // The thread is inside the call: it cannot be given back in the middle of it, so fay
+        // waits, and says so.
+        if (waited / 10'000'000'000ull > said_) {
+          said_ = waited / 10'000'000'000ull;
+          fmt::print(stderr, "fay: still waiting for a call in thread {} to return ({} s)\n", tid_,
+                     said_ * 10);
+        }
         usleep(100);
       }
       if (!WIFSTOPPED(status)) {
@@ -212,7 +227,7 @@ class Remote {
         return Error(Code::kIo, "the process ended during fay's call into it");
       }
       user_regs_struct now{};
-      ptrace(PTRACE_GETREGS, tid_, 0, &now);
+      if (ptrace(PTRACE_GETREGS, tid_, 0, &now) != 0) return ErrnoError("reading a call's result");
       if (WSTOPSIG(status) == SIGSEGV && now.rip == 0) return static_cast<uint64_t>(now.rax);
       // Anything else the thread stopped for: a signal is delivered, an event passed over.
       if ((status >> 16) == 0) deliver = WSTOPSIG(status);
@@ -233,13 +248,18 @@ class Remote {
   bool saved_ok_ = false;
   uint64_t top_ = 0, next_ = 0;
   bool let_go_ = false;
+  uint64_t said_ = 0;
 };
 
 // Single-steps every stopped thread out of the first bytes of the functions about to be
 // patched: a thread stopped between two instructions the jump replaces would resume inside it.
 Status StepOutOfPatchSites(Stopped* stopped,
-                           const std::vector<std::pair<uint64_t, uint64_t>>& sites) {
-  for (const auto& [tid, sig] : stopped->held()) {
+                           const std::vector<std::pair<uint64_t, uint64_t>>& sites,
+                           pid_t skip = -1) {
+  std::vector<pid_t> tids;
+  for (const auto& [tid, sig] : stopped->held())
+    if (tid != skip) tids.push_back(tid);
+  for (pid_t tid : tids) {
     for (int step = 0;; ++step) {
       user_regs_struct r{};
       if (ptrace(PTRACE_GETREGS, tid, 0, &r) != 0) break;
@@ -250,19 +270,39 @@ Status StepOutOfPatchSites(Stopped* stopped,
         return Error(Code::kUnsupported,
                      fmt::format("thread {} stays inside the bytes a patch replaces", tid));
       if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0) != 0) break;
-      int s = 0;
-      FAY_RETURN_IF_ERROR(stopped->WaitStop(tid, &s));
+      // A step that does not come back (a blocking call restarted) is interrupted: the thread
+      // is then still inside, and the attach gives up rather than wait.
+      bool back = false;
+      for (int i = 0; i < 1000 && !back; ++i) {
+        int status = 0;
+        pid_t w = waitpid(tid, &status, __WALL | WNOHANG);
+        if (w == tid) back = true;
+        if (w < 0) return ErrnoError("waiting for a single step");
+        if (!back) usleep(100);
+      }
+      if (!back) {
+        ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+        FAY_RETURN_IF_ERROR(stopped->WaitStop(tid));
+        return Error(Code::kUnsupported,
+                     fmt::format("thread {} is stopped inside the bytes a patch replaces", tid));
+      }
     }
   }
   return Status::Ok();
 }
 
+// The thread that makes the calls: one blocked in a system call where there is one, since it
+// holds no lock of the C library (a thread stopped inside malloc would deadlock on its own
+// lock in dlopen); else the main thread.
 pid_t CallerThread(const Stopped& stopped, pid_t pid) {
-  if (stopped.held().count(pid)) {
+  pid_t any = -1;
+  for (const auto& [tid, sig] : stopped.held()) {
     user_regs_struct r{};
-    if (ptrace(PTRACE_GETREGS, pid, 0, &r) == 0) return pid;
+    if (ptrace(PTRACE_GETREGS, tid, 0, &r) != 0) continue;
+    if (static_cast<int64_t>(r.orig_rax) >= 0) return tid;
+    if (any < 0 || tid == pid) any = tid;
   }
-  return stopped.held().empty() ? -1 : stopped.held().begin()->first;
+  return any;
 }
 
 Expected<std::string> RealPath(const std::string& path) {
@@ -273,8 +313,8 @@ Expected<std::string> RealPath(const std::string& path) {
 
 }  // namespace
 
-// Where each function about to be patched starts in the process, and the first bytes a thread
-// must not be stopped inside (at most the 5-byte jump's instructions: 32 bytes is past them).
+// Where each function about to be patched starts in the process, and the bytes a thread must not
+// resume strictly inside: the jump's 5 (a boundary past them begins an instruction kept whole).
 std::vector<std::pair<uint64_t, uint64_t>> Sites(pid_t pid,
                                                  const std::vector<FunctionAt>& functions) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
@@ -284,7 +324,7 @@ std::vector<std::pair<uint64_t, uint64_t>> Sites(pid_t pid,
       if (m.path == f.path && m.perms.find('x') != std::string::npos && f.file_offset >= m.offset &&
           f.file_offset < m.offset + (m.end - m.start)) {
         uint64_t at = m.start + (f.file_offset - m.offset);
-        out.emplace_back(at, at + 32);
+        out.emplace_back(at, at + 5);  // only a stop strictly inside the jump's 5 bytes
       }
   return out;
 }
@@ -299,6 +339,9 @@ Expected<InjectResult> InjectRuntime(pid_t pid, const std::string& library, cons
   FAY_RETURN_IF_ERROR(stopped.StopAll());
   pid_t caller = CallerThread(stopped, pid);
   if (caller < 0) return Error(Code::kNotFound, fmt::format("process {} has no thread", pid));
+  // Every thread, the caller too (where it will resume), out of the bytes to replace.
+  const auto sites = Sites(pid, functions);
+  FAY_RETURN_IF_ERROR(StepOutOfPatchSites(&stopped, sites));
   {
     Remote remote(caller, &stopped);
     FAY_RETURN_IF_ERROR(remote.Begin());
@@ -314,10 +357,13 @@ Expected<InjectResult> InjectRuntime(pid_t pid, const std::string& library, cons
                              "fay_inproc_attach", "the runtime"));
     // Threads let go while the loader waited for a lock are stopped again: the patching
     // happens with every other thread stopped, none inside the bytes it replaces.
-    FAY_RETURN_IF_ERROR(stopped.StopAll());
-    FAY_RETURN_IF_ERROR(StepOutOfPatchSites(&stopped, Sites(pid, functions)));
+    if (remote.let_go()) {
+      FAY_RETURN_IF_ERROR(stopped.StopAll());
+      FAY_RETURN_IF_ERROR(StepOutOfPatchSites(&stopped, sites, caller));
+    }
     FAY_ASSIGN_OR_RETURN(uint64_t spec_at, remote.Put(spec + std::string(1, '\0')));
-    FAY_ASSIGN_OR_RETURN(uint64_t patched, remote.Call(attach_at, {spec_at}));
+    FAY_ASSIGN_OR_RETURN(uint64_t patched,
+                         remote.Call(attach_at, {spec_at}, /*let_go_after_ns=*/0));
     out.patched = static_cast<long>(patched);
   }
   stopped.Release();

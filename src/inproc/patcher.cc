@@ -104,7 +104,13 @@ pthread_once_t g_shadow_once = PTHREAD_ONCE_INIT;
 ShadowStack* Shadow() {
   if (t_shadow) return t_shadow;
   pthread_once(&g_shadow_once, [] {
-    pthread_key_create(&g_shadow_key, [](void* p) { munmap(p, sizeof(ShadowStack)); });
+    pthread_key_create(&g_shadow_key, [](void* p) {
+      // Frames still on it (a probed function around the thread's exit path) will land on it:
+      // kept then. Otherwise a probed call later in the exit maps a fresh one.
+      if (static_cast<ShadowStack*>(p)->depth > 0) return;
+      t_shadow = nullptr;
+      munmap(p, sizeof(ShadowStack));
+    });
   });
   void* p = mmap(nullptr, sizeof(ShadowStack), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
