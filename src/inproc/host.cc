@@ -22,18 +22,13 @@
 #include "bpf/codegen/codegen.h"
 #include "bpf/map.h"
 #include "bpf/program.h"
+#include "common/clock.h"
 #include "inproc/helpers.h"
 #include "inproc/interpreter.h"
 #include "inproc/patchability.h"
 
 namespace fay::inproc {
 namespace {
-
-uint64_t CoarseNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 size_t Align(size_t n, size_t to) {
   return (n + to - 1) / to * to;
@@ -299,7 +294,7 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
   header_->maps_off = maps_off;
   header_->programs_off = programs_off;
   header_->patches_off = patches_off;
-  header_->heartbeat_ns.store(CoarseNow());
+  header_->heartbeat_ns.store(ClockNs(CLOCK_MONOTONIC_COARSE));
   std::memcpy(base_ + maps_off, maps.data(), sizeof(RegionMap) * maps.size());
   std::memcpy(base_ + patches_off, patches.data(), sizeof(RegionPatch) * patches.size());
   size_t at = insns_off;
@@ -350,7 +345,7 @@ std::vector<FunctionAt> InprocHost::Functions() const {
 
 void InprocHost::Heartbeat() {
   if (!header_) return;
-  header_->heartbeat_ns.store(CoarseNow(), std::memory_order_relaxed);
+  header_->heartbeat_ns.store(ClockNs(CLOCK_MONOTONIC_COARSE), std::memory_order_relaxed);
   // A thread that died inside a probe (its process exited or was killed) still holds its slot:
   // freed here, or enough such deaths would leave no slot to run in.
   for (uint32_t s = 0; s < header_->slots; ++s) {

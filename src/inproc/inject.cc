@@ -18,16 +18,11 @@
 #include <set>
 #include <sstream>
 
+#include "common/clock.h"
 #include "probes/elf_symbols.h"
 
 namespace fay::inproc {
 namespace {
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 std::vector<pid_t> Tasks(pid_t pid) {
   std::vector<pid_t> out;
@@ -194,7 +189,7 @@ class Remote {
     for (size_t i = 0; i < args.size() && i < 6; ++i) *arg_regs[i] = args[i];
     if (ptrace(PTRACE_SETREGS, tid_, 0, &r) != 0) return ErrnoError("setting a thread's registers");
     int deliver = 0;
-    const uint64_t start = NowNs();
+    const uint64_t start = ClockNs(CLOCK_MONOTONIC);
     for (;;) {
       if (ptrace(PTRACE_CONT, tid_, 0, deliver) != 0) return ErrnoError("running a remote call");
       deliver = 0;
@@ -203,7 +198,7 @@ class Remote {
         pid_t w = waitpid(tid_, &status, __WALL | WNOHANG);
         if (w == tid_) break;
         if (w < 0) return ErrnoError("waiting for a remote call");
-        const uint64_t waited = NowNs() - start;
+        const uint64_t waited = ClockNs(CLOCK_MONOTONIC) - start;
         // A call waiting on a lock a stopped thread holds: the others go (after 2 s even while
         // patching: running threads over a half-written jump are a smaller risk than a
         // process that never runs again).
@@ -334,7 +329,7 @@ Expected<InjectResult> InjectRuntime(pid_t pid, const std::string& library, cons
   FAY_ASSIGN_OR_RETURN(std::string lib, RealPath(library));
   FAY_ASSIGN_OR_RETURN(uint64_t dlopen_at, RemoteSymbol(pid, IsLibc, "dlopen", "libc.so.6"));
   InjectResult out;
-  const uint64_t t0 = NowNs();
+  const uint64_t t0 = ClockNs(CLOCK_MONOTONIC);
   Stopped stopped(pid);
   FAY_RETURN_IF_ERROR(stopped.StopAll());
   pid_t caller = CallerThread(stopped, pid);
@@ -367,7 +362,7 @@ Expected<InjectResult> InjectRuntime(pid_t pid, const std::string& library, cons
     out.patched = static_cast<long>(patched);
   }
   stopped.Release();
-  out.elapsed_ns = NowNs() - t0;
+  out.elapsed_ns = ClockNs(CLOCK_MONOTONIC) - t0;
   if (out.patched < 0)
     return Error(Code::kIo,
                  fmt::format("the runtime in process {} could not map fay's region", pid));
