@@ -35,13 +35,15 @@ thread_local uint32_t t_slot = 0;
 thread_local uint64_t t_cookie = 0;
 
 const ThreadIds& Ids() {
-  pthread_once(&g_atfork_once, [] {
-    pthread_atfork(nullptr, nullptr,
-                   [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
-  });
   ThreadIds& t = t_ids;
   const uint64_t gen = g_fork_generation.load(std::memory_order_relaxed);
   if (t.generation != gen) {
+    // Registered on the first read of any thread, which is before any thread can hold ids a
+    // fork would make stale: the per-call path is one load and a compare.
+    pthread_once(&g_atfork_once, [] {
+      pthread_atfork(nullptr, nullptr,
+                     [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+    });
     t.pid_tgid = (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
     t.uid_gid = (static_cast<uint64_t>(getgid()) << 32) | getuid();
     prctl(PR_GET_NAME, t.comm);  // a thread renamed later keeps the name it had here

@@ -91,14 +91,9 @@ Expected<ShmMap> ShmMap::Place(const MapShape& s, uint32_t slots, std::span<uint
   return m;
 }
 
-void* ShmMap::Lookup(const void* key, uint32_t slot) const {
+void* ShmMap::LookupHash(const void* key, uint32_t slot) const {
   if (slot >= slots_) return nullptr;
   uint8_t* t = Table(slot);
-  if (IsArray()) {
-    uint32_t i;
-    std::memcpy(&i, key, 4);
-    return i < shape_.max_entries ? t + static_cast<size_t>(i) * entry_bytes_ : nullptr;
-  }
   const auto* k = static_cast<const uint8_t*>(key);
   const uint32_t mask = buckets_ - 1;
   for (uint32_t n = 0, b = static_cast<uint32_t>(HashKey(k, shape_.key_size)) & mask; n < buckets_;

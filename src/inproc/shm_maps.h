@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <span>
 
@@ -43,7 +44,14 @@ class ShmMap {
   // The helpers' semantics: a value's address or null; 0 or -errno (EEXIST for BPF_NOEXIST on
   // a present key, ENOENT for BPF_EXIST on a missing one, E2BIG when full, EINVAL for an array
   // update with BPF_NOEXIST or a delete); `slot` picks the copy of a per-CPU map.
-  void* Lookup(const void* key, uint32_t slot) const;
+  // The array case is inline: it is most probes' whole map work (a count's slot).
+  void* Lookup(const void* key, uint32_t slot) const {
+    if (!IsArray()) return LookupHash(key, slot);
+    uint32_t i;
+    std::memcpy(&i, key, 4);
+    if (slot >= slots_ || i >= shape_.max_entries) return nullptr;
+    return Table(slot) + static_cast<size_t>(i) * entry_bytes_;
+  }
   int64_t Update(const void* key, const void* value, uint64_t flags, uint32_t slot) const;
   int64_t Delete(const void* key, uint32_t slot) const;
 
@@ -60,6 +68,7 @@ class ShmMap {
   uint32_t slots() const { return slots_; }
 
  private:
+  void* LookupHash(const void* key, uint32_t slot) const;
   bool PerSlot() const {
     return shape_.type == BPF_MAP_TYPE_PERCPU_ARRAY || shape_.type == BPF_MAP_TYPE_PERCPU_HASH;
   }
