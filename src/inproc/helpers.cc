@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
+#include "common/clock.h"
 #include "inproc/shm_maps.h"
+#include "inproc/tsc_clock.h"
 
 namespace fay::inproc {
 namespace {
@@ -33,6 +36,7 @@ struct ThreadIds {
 thread_local ThreadIds t_ids;
 thread_local uint32_t t_slot = 0;
 thread_local uint64_t t_cookie = 0;
+const TscClock* g_clock = nullptr;
 
 const ThreadIds& Ids() {
   ThreadIds& t = t_ids;
@@ -102,12 +106,27 @@ void SetCurrentSlot(uint32_t slot) {
   t_slot = slot;
 }
 
+void SetTscClock(const TscClock* clock) {
+  g_clock = clock;
+}
+
 void SetCurrentCookie(uint64_t cookie) {
   t_cookie = cookie;
 }
 
+// Where t_slot is from the thread pointer: the same in every thread, as the variable is in
+// the static TLS block (this library is built initial-exec). 0 when it does not fit a disp32.
+int64_t SlotTlsOffset() {
+  uintptr_t tp;
+  asm("mov %%fs:0, %0" : "=r"(tp));
+  const int64_t off = static_cast<int64_t>(reinterpret_cast<uintptr_t>(&t_slot) - tp);
+  return off >= INT32_MIN && off <= INT32_MAX ? off : 0;
+}
+
 Helpers RuntimeHelpers() {
   Helpers h;
+  h.array_layout = [](uint64_t map, ArrayLayout* out) { return MapOf(map)->Layout(out); };
+  h.slot_tls_offset = SlotTlsOffset();
   auto& f = h.fns;
   f[BPF_FUNC_map_lookup_elem] = [](void*, const uint64_t a[5]) {
     return reinterpret_cast<uint64_t>(
@@ -121,9 +140,14 @@ Helpers RuntimeHelpers() {
     return static_cast<uint64_t>(MapOf(a[0])->Delete(reinterpret_cast<const void*>(a[1]), t_slot));
   };
   f[BPF_FUNC_ktime_get_ns] = [](void*, const uint64_t*) {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);  // the vDSO: no system call
-    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+    uint64_t ns = g_clock ? ReadTscClock(*g_clock) : 0;
+    if (ns == 0) ns = ClockNs(CLOCK_MONOTONIC);  // the vDSO: no system call
+    // fay's refreshed mapping may sit a few hundred ns from the last: a thread never sees its
+    // clock go back, so a latency is never negative.
+    thread_local uint64_t t_last = 0;
+    if (ns < t_last) ns = t_last;
+    t_last = ns;
+    return ns;
   };
   f[BPF_FUNC_get_prandom_u32] = [](void*, const uint64_t*) {
     thread_local uint64_t x = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uint64_t>(&x);

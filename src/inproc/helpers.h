@@ -19,6 +19,9 @@ Helpers RuntimeHelpers();
 void SetCurrentSlot(uint32_t slot);
 // The calling thread's id, cached (and read again after a fork).
 uint32_t CurrentTid();
+// The clock bpf_ktime_get_ns reads when usable (the region's); clock_gettime otherwise.
+struct TscClock;
+void SetTscClock(const TscClock* clock);
 // What bpf_get_attach_cookie answers on the calling thread until changed: the probe's index.
 void SetCurrentCookie(uint64_t cookie);
 

@@ -295,6 +295,7 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
   header_->programs_off = programs_off;
   header_->patches_off = patches_off;
   header_->heartbeat_ns.store(ClockNs(CLOCK_MONOTONIC_COARSE));
+  tsc_.Start(&header_->clock);
   std::memcpy(base_ + maps_off, maps.data(), sizeof(RegionMap) * maps.size());
   std::memcpy(base_ + patches_off, patches.data(), sizeof(RegionPatch) * patches.size());
   size_t at = insns_off;
@@ -346,6 +347,7 @@ std::vector<FunctionAt> InprocHost::Functions() const {
 void InprocHost::Heartbeat() {
   if (!header_) return;
   header_->heartbeat_ns.store(ClockNs(CLOCK_MONOTONIC_COARSE), std::memory_order_relaxed);
+  tsc_.Refresh(&header_->clock);
   // A thread that died inside a probe (its process exited or was killed) still holds its slot:
   // freed here, or enough such deaths would leave no slot to run in.
   for (uint32_t s = 0; s < header_->slots; ++s) {

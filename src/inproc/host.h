@@ -16,6 +16,7 @@
 #include "inproc/inject.h"
 #include "inproc/region.h"
 #include "inproc/shm_maps.h"
+#include "inproc/tsc_calibration.h"
 #include "query/plan.h"
 
 namespace fay::inproc {
@@ -74,6 +75,7 @@ class InprocHost : public bpf::StateSource {
   uint8_t* base_ = nullptr;
   size_t bytes_ = 0;
   RegionHeader* header_ = nullptr;
+  TscCalibration tsc_;
   std::vector<std::pair<int, ShmMap>> maps_;
   bool counts_matched_ = false;
   size_t patches_ = 0;

@@ -26,9 +26,23 @@ namespace fay::inproc {
 // A helper: the five argument registers in, R0 out.
 using HelperFn = uint64_t (*)(void* env, const uint64_t args[5]);
 
+// An array map's layout, for the JIT to inline its lookups (as the kernel's JIT does): value i
+// of slot s is at base + s * table_bytes (per-slot maps) + i * entry_bytes.
+struct ArrayLayout {
+  uint8_t* base = nullptr;
+  uint64_t table_bytes = 0, entry_bytes = 0;
+  uint32_t max_entries = 0, slots = 0;
+  bool per_slot = false;
+};
+
 struct Helpers {
   std::array<HelperFn, 256> fns{};  // by BPF_FUNC_* id; null: not provided
   void* env = nullptr;
+  // Optional: the layout of the array map whose address a map reference stands for (false for
+  // any other map), and the calling thread's slot as an offset from the thread pointer (%fs:0)
+  // to a uint32_t. With both, the JIT inlines lookups in those arrays.
+  std::function<bool(uint64_t map_address, ArrayLayout* out)> array_layout;
+  int64_t slot_tls_offset = 0;
 };
 
 class Interpreter {

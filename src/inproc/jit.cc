@@ -110,6 +110,79 @@ int CondCode(uint8_t op) {
   }
 }
 
+// Instructions some jump lands on: what a register held before them is not known there.
+std::vector<bool> JumpTargets(const std::vector<bpf_insn>& insns) {
+  std::vector<bool> t(insns.size() + 1, false);
+  for (size_t pc = 0; pc < insns.size(); ++pc) {
+    const bpf_insn& i = insns[pc];
+    const uint8_t cls = BPF_CLASS(i.code), op = BPF_OP(i.code);
+    if ((cls != BPF_JMP && cls != BPF_JMP32) || op == BPF_CALL || op == BPF_EXIT) continue;
+    const int64_t off = cls == BPF_JMP32 && op == BPF_JA ? i.imm : i.off;
+    const int64_t to = static_cast<int64_t>(pc) + 1 + off;
+    if (to >= 0 && to <= static_cast<int64_t>(insns.size())) t[static_cast<size_t>(to)] = true;
+  }
+  return t;
+}
+
+// Whether the lookup at `call` is in an array map known here: r1 was last set by a map
+// reference in the straight run of instructions just before it (fay's code sets it right
+// before the key), and the map is an array whose offsets fit an imul's 32 bits.
+bool InlinableArray(const std::vector<bpf_insn>& insns, const std::vector<uint64_t>& imm64,
+                    const std::vector<bool>& targets, size_t call, const Helpers& helpers,
+                    ArrayLayout* out) {
+  constexpr uint8_t kLdImm64 = BPF_LD | BPF_DW | BPF_IMM;
+  for (size_t back = 1; back <= 8 && back <= call; ++back) {
+    const size_t pc = call - back;
+    if (targets[pc + 1]) return false;  // control can reach the next one from elsewhere
+    const bpf_insn& i = insns[pc];
+    const uint8_t cls = BPF_CLASS(i.code);
+    // The second half of an ld_imm64 (code 0): its first half is one further back.
+    if (i.code == 0 && pc > 0 && insns[pc - 1].code == kLdImm64) continue;
+    if (i.code == kLdImm64 && i.dst_reg == BPF_REG_1) {
+      if (i.src_reg != BPF_PSEUDO_MAP_FD || !helpers.array_layout(imm64[pc], out)) return false;
+      return out->max_entries > 0 && out->entry_bytes <= 0x7fffffff &&
+             out->table_bytes <= 0x7fffffff && out->slots > 0;
+    }
+    // Anything that may change r1, and any jump or exit: not a straight run.
+    if (cls == BPF_JMP || cls == BPF_JMP32) return false;
+    if ((cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX || cls == BPF_LD) &&
+        i.dst_reg == BPF_REG_1)
+      return false;
+    if (cls == BPF_STX && BPF_MODE(i.code) == BPF_ATOMIC && i.src_reg == BPF_REG_1) return false;
+  }
+  return false;
+}
+
+// r0 = &value[key] in the calling thread's slot, or 0 past the end: what the helper answers,
+// without the call. r2 (rsi) points at the 4-byte key; rax and rdx are free, as a call
+// clobbers them.
+void EmitArrayLookup(Asm& a, const ArrayLayout& m, int64_t slot_tls_offset) {
+  std::vector<size_t> to_null;
+  auto jae = [&] {
+    a.U8(0x73), a.U8(0);  // jae rel8, set below
+    to_null.push_back(a.b.size());
+  };
+  a.U8(0x8b), a.U8(0x06);            // mov eax, [rsi]
+  a.U8(0x3d), a.U32(m.max_entries);  // cmp eax, max_entries
+  jae();
+  a.U8(0x48), a.U8(0x69), a.U8(0xc0);  // imul rax, rax, entry_bytes
+  a.U32(static_cast<uint32_t>(m.entry_bytes));
+  if (m.per_slot) {
+    a.U8(0x64), a.U8(0x8b), a.U8(0x14), a.U8(0x25);  // mov edx, fs:[offset]
+    a.U32(static_cast<uint32_t>(static_cast<int32_t>(slot_tls_offset)));
+    a.U8(0x81), a.U8(0xfa), a.U32(m.slots);  // cmp edx, slots
+    jae();
+    a.U8(0x48), a.U8(0x69), a.U8(0xd2);  // imul rdx, rdx, table_bytes
+    a.U32(static_cast<uint32_t>(m.table_bytes));
+    a.U8(0x48), a.U8(0x01), a.U8(0xd0);  // add rax, rdx
+  }
+  a.MovImm64(kRdx, reinterpret_cast<uint64_t>(m.base));
+  a.U8(0x48), a.U8(0x01), a.U8(0xd0);  // add rax, rdx
+  a.U8(0xeb), a.U8(2);                 // jmp over the null
+  for (size_t at : to_null) a.b[at - 1] = static_cast<uint8_t>(a.b.size() - at);
+  a.U8(0x31), a.U8(0xc0);  // xor eax, eax
+}
+
 }  // namespace
 
 JitCode::JitCode(Key, void* code, size_t size)
@@ -133,6 +206,7 @@ Expected<std::unique_ptr<JitCode>> JitCode::Translate(const std::vector<bpf_insn
   a.U8(0x48), a.U8(0x8d), a.U8(0xac), a.U8(0x24), a.U32(kFrame);   // lea rbp, [rsp+frame]
 
   const size_t n = insns.size();
+  const std::vector<bool> targets = JumpTargets(insns);
   std::vector<size_t> start(n + 1, 0);
   std::vector<std::pair<size_t, size_t>> fixups;  // rel32 position, target instruction
   std::vector<size_t> exits;                      // rel32 positions of jumps to the epilogue
@@ -315,6 +389,12 @@ Expected<std::unique_ptr<JitCode>> JitCode::Translate(const std::vector<bpf_insn
         }
         if (op == BPF_CALL) {
           if (i.src_reg != 0 || i.imm == kLoop) return no(pc, "a call of bytecode");
+          ArrayLayout array;
+          if (i.imm == BPF_FUNC_map_lookup_elem && helpers.array_layout && helpers.slot_tls_offset &&
+              InlinableArray(insns, imm64, targets, pc, helpers, &array)) {
+            EmitArrayLookup(a, array, helpers.slot_tls_offset);
+            break;
+          }
           // The helper takes (env, args[5]): r1-r5 stored in the frame's argument area.
           static constexpr uint8_t kArgRegs[5] = {kRdi, kRsi, kRdx, kRcx, kR8};
           for (int k = 0; k < 5; ++k) {

@@ -9,10 +9,12 @@
 #include <atomic>
 #include <cstdint>
 
+#include "inproc/tsc_clock.h"
+
 namespace fay::inproc {
 
 inline constexpr uint64_t kRegionMagic = 0x3150524e49594146ull;  // "FAYINPR1"
-inline constexpr uint32_t kRegionVersion = 1;
+inline constexpr uint32_t kRegionVersion = 2;
 // Copies of each per-CPU map: a probe run holds one for its whole run, as a CPU does.
 inline constexpr uint32_t kMaxSlots = 64;
 // "FD,PID": the region's descriptor in the process, and fay's pid, whose /proc/PID/fd/FD the
@@ -43,6 +45,8 @@ struct RegionHeader {
   std::atomic<uint32_t> slot_held[kMaxSlots];  // the holder's thread id, 0 when free
   std::atomic<uint32_t> error_claimed;
   char first_error[256];  // the first refusal's reason, NUL-terminated
+
+  TscClock clock;  // written by fay: what bpf_ktime_get_ns answers in the process
 };
 
 struct RegionMap {

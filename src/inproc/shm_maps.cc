@@ -40,6 +40,22 @@ uint64_t HashKey(const uint8_t* key, size_t n) {
   return h ^ (h >> 32);
 }
 
+// fay's keys are mostly 8 or 16 bytes (a tid; a tid and a depth): compared as words, not
+// through a memcmp call.
+bool KeyEq(const uint8_t* a, const uint8_t* b, size_t n) {
+  uint64_t x[2], y[2];
+  switch (n) {
+    case 8:
+      std::memcpy(x, a, 8), std::memcpy(y, b, 8);
+      return x[0] == y[0];
+    case 16:
+      std::memcpy(x, a, 16), std::memcpy(y, b, 16);
+      return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+    default:
+      return std::memcmp(a, b, n) == 0;
+  }
+}
+
 }  // namespace
 
 Expected<size_t> ShmMap::BytesFor(const MapShape& s, uint32_t slots) {
@@ -93,15 +109,17 @@ Expected<ShmMap> ShmMap::Place(const MapShape& s, uint32_t slots, std::span<uint
 
 void* ShmMap::LookupHash(const void* key, uint32_t slot) const {
   if (slot >= slots_) return nullptr;
-  uint8_t* t = Table(slot);
   const auto* k = static_cast<const uint8_t*>(key);
+  return Find(Table(slot), k, static_cast<uint32_t>(HashKey(k, shape_.key_size)));
+}
+
+void* ShmMap::Find(uint8_t* t, const uint8_t* k, uint32_t hash) const {
   const uint32_t mask = buckets_ - 1;
-  for (uint32_t n = 0, b = static_cast<uint32_t>(HashKey(k, shape_.key_size)) & mask; n < buckets_;
-       ++n, b = (b + 1) & mask) {
+  for (uint32_t n = 0, b = hash & mask; n < buckets_; ++n, b = (b + 1) & mask) {
     uint8_t* e = t + 8 + static_cast<size_t>(b) * entry_bytes_;
     uint64_t st = State(e).load(std::memory_order_acquire);
     if (st == kEmpty) return nullptr;
-    if (st == kFull && std::memcmp(e + key_off_, k, shape_.key_size) == 0) return e + value_off_;
+    if (st == kFull && KeyEq(e + key_off_, k, shape_.key_size)) return e + value_off_;
   }
   return nullptr;
 }
@@ -115,22 +133,22 @@ int64_t ShmMap::Update(const void* key, const void* value, uint64_t flags, uint3
     std::memcpy(v, value, shape_.value_size);
     return 0;
   }
-  if (void* v = Lookup(key, slot)) {
+  const auto* k = static_cast<const uint8_t*>(key);
+  uint8_t* t = Table(slot);
+  const uint32_t hash = static_cast<uint32_t>(HashKey(k, shape_.key_size));  // once, for both
+  if (void* v = Find(t, k, hash)) {
     if (flags == BPF_NOEXIST) return -EEXIST;
     std::memcpy(v, value, shape_.value_size);
     return 0;
   }
   if (flags == BPF_EXIST) return -ENOENT;
-  const auto* k = static_cast<const uint8_t*>(key);
-  uint8_t* t = Table(slot);
   const uint32_t mask = buckets_ - 1;
   // The map holds max_entries keys, as the kernel's does, however many buckets it has.
   if (Count(t).fetch_add(1, std::memory_order_acq_rel) >= shape_.max_entries) {
     Count(t).fetch_sub(1, std::memory_order_acq_rel);
     return -E2BIG;
   }
-  for (uint32_t n = 0, b = static_cast<uint32_t>(HashKey(k, shape_.key_size)) & mask; n < buckets_;
-       ++n, b = (b + 1) & mask) {
+  for (uint32_t n = 0, b = hash & mask; n < buckets_; ++n, b = (b + 1) & mask) {
     uint8_t* e = t + 8 + static_cast<size_t>(b) * entry_bytes_;
     uint64_t st = State(e).load(std::memory_order_acquire);
     if (st != kEmpty && st != kDeleted) continue;

@@ -21,6 +21,7 @@
 #include <span>
 
 #include "common/status.h"
+#include "inproc/interpreter.h"
 
 namespace fay::inproc {
 
@@ -64,11 +65,20 @@ class ShmMap {
   // it (fay's idle window).
   void Clear() const;
 
+  // An array's layout, for inlined lookups (interpreter.h); false for a hash table.
+  bool Layout(ArrayLayout* out) const {
+    if (!IsArray()) return false;
+    *out = {base_, table_bytes_, entry_bytes_, shape_.max_entries, slots_, PerSlot()};
+    return true;
+  }
+
   const MapShape& shape() const { return shape_; }
   uint32_t slots() const { return slots_; }
 
  private:
   void* LookupHash(const void* key, uint32_t slot) const;
+  // A present key's value in table `t`, found from its hash.
+  void* Find(uint8_t* t, const uint8_t* key, uint32_t hash) const;
   bool PerSlot() const {
     return shape_.type == BPF_MAP_TYPE_PERCPU_ARRAY || shape_.type == BPF_MAP_TYPE_PERCPU_HASH;
   }

@@ -289,6 +289,7 @@ void Start(const char* spec) {
         .push_back({&rt->programs[p.program], p.cookie});
   }
   g_runtime = rt.get();
+  SetTscClock(&h->clock);
   const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
   for (auto& site : rt->sites) {
     if (debug) {

@@ -13,6 +13,8 @@
 
 #include "bpf/emitter.h"
 #include "bpf/program.h"
+#include "inproc/helpers.h"
+#include "inproc/shm_maps.h"
 
 namespace fay::inproc {
 namespace {
@@ -339,6 +341,86 @@ TEST(Jit, CallsHelpersWithTheirArgumentsAndLeavesDivisionToTheInterpreter) {
   EXPECT_NE(in2->not_translated().find("instruction 1"), std::string::npos)
       << in2->not_translated();
   EXPECT_EQ(in2->Run(0), 3u);
+}
+
+
+// Lookups in array maps are inlined by the JIT (no helper call) and answer what the helper
+// does: each slot's own copy of a per-slot array, the shared one, and null past the end. The
+// counting helper shows which lookups were inlined: it is called only for the hash map and
+// for a map reference that a jump target separates from its call.
+TEST(Jit, InlinesArrayLookupsAsTheHelperAnswersThem) {
+  constexpr uint32_t kSlots = 3;
+  std::vector<std::vector<uint8_t>> bytes;
+  auto place = [&](bpf_map_type type, uint32_t key_size) {
+    MapShape shape{type, key_size, 8, 4};
+    bytes.emplace_back(*ShmMap::BytesFor(shape, kSlots));
+    return *ShmMap::Place(shape, kSlots, bytes.back());
+  };
+  const ShmMap per_slot = place(BPF_MAP_TYPE_PERCPU_ARRAY, 4);
+  const ShmMap shared = place(BPF_MAP_TYPE_ARRAY, 4);
+  const ShmMap hash = place(BPF_MAP_TYPE_HASH, 4);
+  const ShmMap* maps[3] = {&per_slot, &shared, &hash};
+
+  static int helper_calls;
+  static HelperFn lookup;
+  Helpers h = RuntimeHelpers();
+  lookup = h.fns[BPF_FUNC_map_lookup_elem];
+  h.fns[BPF_FUNC_map_lookup_elem] = [](void* env, const uint64_t a[5]) {
+    ++helper_calls;
+    return lookup(env, a);
+  };
+  // For map m and the key in ctx: *value += 1 and r0 = *value, or r0 = 999 with no value.
+  auto program = [](int m, bool split) {
+    Emitter e;
+    Label miss = e.NewLabel(), go = e.NewLabel();
+    e.Load(4, R2, R1, 0);
+    if (split) e.JmpIfImm(BPF_JEQ, R2, 12345, go);  // never taken; makes `go` a jump target
+    e.Store(4, R10, -8, R2);
+    e.LdMap(R1, m);
+    if (split) e.Bind(go);  // a jump lands between the reference and the call
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, -8);
+    e.Call(BPF_FUNC_map_lookup_elem);
+    e.JmpIfImm(BPF_JEQ, R0, 0, miss);
+    e.Load(8, R1, R0, 0);
+    e.AluImm(BPF_ADD, R1, 1);
+    e.Store(8, R0, 0, R1);
+    e.Mov(R0, R1);
+    e.Exit();
+    e.Bind(miss);
+    e.MovImm(R0, 999);
+    e.Exit();
+    if (!split) e.Bind(go);
+    return *e.Finish();
+  };
+  auto address = [&](int m) { return reinterpret_cast<uint64_t>(maps[m]); };
+  for (int m = 0; m < 3; ++m)
+    for (bool split : {false, true}) {
+      auto jit = Interpreter::Prepare(program(m, split), address, h, true);
+      auto ref = Interpreter::Prepare(program(m, split), address, h, false);
+      ASSERT_TRUE(jit.ok() && ref.ok());
+      ASSERT_TRUE(jit->translated()) << jit->not_translated();
+      for (uint32_t slot = 0; slot < kSlots; ++slot)
+        for (uint32_t key = 0; key < 6; ++key) {
+          SetCurrentSlot(slot);
+          helper_calls = 0;
+          const uint64_t got = jit->Run(reinterpret_cast<uint64_t>(&key));
+          const bool inlined = helper_calls == 0;
+          const uint64_t want = ref->Run(reinterpret_cast<uint64_t>(&key));
+          SCOPED_TRACE(testing::Message() << "map " << m << " split " << split << " slot "
+                                          << slot << " key " << key);
+          EXPECT_EQ(inlined, m < 2 && !split);
+          if (m == 2) continue;  // the hash map is empty: both miss
+          // The jit's run added 1 and the reference's another: the second sees the first's.
+          EXPECT_EQ(key < 4 ? got + 1 : got, want);
+          if (key >= 4) EXPECT_EQ(got, 999u);
+        }
+    }
+  // Each slot's copy of the per-slot array counted its own runs; the shared one all of them.
+  uint32_t key = 1;
+  for (uint32_t slot = 0; slot < kSlots; ++slot)
+    EXPECT_EQ(*static_cast<uint64_t*>(per_slot.Lookup(&key, slot)), 4u);  // 2 runs x 2 programs
+  EXPECT_EQ(*static_cast<uint64_t*>(shared.Lookup(&key, 0)), 12u);
 }
 
 }  // namespace
