@@ -19,41 +19,48 @@
 #include "inproc/tsc_clock.h"
 
 namespace fay::inproc {
+
+namespace thread_state {
+constinit thread_local Ids t_ids;
+constinit thread_local uint32_t t_slot = 0;
+constinit thread_local uint64_t t_cookie = 0;
+std::atomic<uint64_t> g_fork_generation{1};
 namespace {
+pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+}  // namespace
+
+const Ids& Refresh() {
+  Ids& t = t_ids;
+  const uint64_t gen = g_fork_generation.load(std::memory_order_relaxed);
+  // Registered on the first read of any thread, which is before any thread can hold ids a
+  // fork would make stale.
+  pthread_once(&g_atfork_once, [] {
+    pthread_atfork(nullptr, nullptr,
+                   [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
+  });
+  t.pid_tgid = (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
+  t.uid_gid = (static_cast<uint64_t>(getgid()) << 32) | getuid();
+  prctl(PR_GET_NAME, t.comm);  // a thread renamed later keeps the name it had here
+  t.generation = gen;
+  return t;
+}
+}  // namespace thread_state
+
+namespace {
+
+using thread_state::t_cookie;
+using thread_state::t_ids;
+using thread_state::t_slot;
+using ThreadIds = thread_state::Ids;
+const TscClock* g_clock = nullptr;
 
 // Ids are read once per thread, and again after a fork: the child's copy of a thread's
 // variables still holds its parent's.
-std::atomic<uint64_t> g_fork_generation{1};
-pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-
-struct ThreadIds {
-  uint64_t generation = 0;
-  uint64_t pid_tgid = 0;
-  uint64_t uid_gid = 0;
-  char comm[16] = {};
-};
-
-thread_local ThreadIds t_ids;
-thread_local uint32_t t_slot = 0;
-thread_local uint64_t t_cookie = 0;
-const TscClock* g_clock = nullptr;
-
 const ThreadIds& Ids() {
-  ThreadIds& t = t_ids;
-  const uint64_t gen = g_fork_generation.load(std::memory_order_relaxed);
-  if (t.generation != gen) {
-    // Registered on the first read of any thread, which is before any thread can hold ids a
-    // fork would make stale: the per-call path is one load and a compare.
-    pthread_once(&g_atfork_once, [] {
-      pthread_atfork(nullptr, nullptr,
-                     [] { g_fork_generation.fetch_add(1, std::memory_order_relaxed); });
-    });
-    t.pid_tgid = (static_cast<uint64_t>(getpid()) << 32) | static_cast<uint32_t>(gettid());
-    t.uid_gid = (static_cast<uint64_t>(getgid()) << 32) | getuid();
-    prctl(PR_GET_NAME, t.comm);  // a thread renamed later keeps the name it had here
-    t.generation = gen;
-  }
-  return t;
+  if (t_ids.generation == thread_state::g_fork_generation.load(std::memory_order_relaxed))
+    [[likely]]
+    return t_ids;
+  return thread_state::Refresh();
 }
 
 // Copies from this process's memory without touching it directly: a bad address is an error
@@ -98,20 +105,8 @@ const ShmMap* MapOf(uint64_t a) {
 
 }  // namespace
 
-uint32_t CurrentTid() {
-  return static_cast<uint32_t>(Ids().pid_tgid);
-}
-
-void SetCurrentSlot(uint32_t slot) {
-  t_slot = slot;
-}
-
 void SetTscClock(const TscClock* clock) {
   g_clock = clock;
-}
-
-void SetCurrentCookie(uint64_t cookie) {
-  t_cookie = cookie;
 }
 
 // Where t_slot is from the thread pointer: the same in every thread, as the variable is in

@@ -5,6 +5,7 @@
 // each run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "inproc/interpreter.h"
@@ -15,14 +16,39 @@ namespace fay::inproc {
 // map argument (what Interpreter::Prepare's map_address gives them).
 Helpers RuntimeHelpers();
 
+// The calling thread's state, inline for the runtime's per-call path. Constant-initialized, so
+// reading them is one %fs-relative load, with no TLS wrapper call.
+namespace thread_state {
+struct Ids {
+  uint64_t generation = 0;  // g_fork_generation when read: a fork makes a child's copy stale
+  uint64_t pid_tgid = 0;
+  uint64_t uid_gid = 0;
+  char comm[16] = {};
+};
+extern constinit thread_local Ids t_ids;
+extern constinit thread_local uint32_t t_slot;
+extern constinit thread_local uint64_t t_cookie;
+extern std::atomic<uint64_t> g_fork_generation;
+const Ids& Refresh();  // reads the ids again
+}  // namespace thread_state
+
 // The slot the calling thread's programs use until changed.
-void SetCurrentSlot(uint32_t slot);
+inline void SetCurrentSlot(uint32_t slot) {
+  thread_state::t_slot = slot;
+}
 // The calling thread's id, cached (and read again after a fork).
-uint32_t CurrentTid();
+inline uint32_t CurrentTid() {
+  using namespace thread_state;
+  if (t_ids.generation == g_fork_generation.load(std::memory_order_relaxed)) [[likely]]
+    return static_cast<uint32_t>(t_ids.pid_tgid);
+  return static_cast<uint32_t>(Refresh().pid_tgid);
+}
 // The clock bpf_ktime_get_ns reads when usable (the region's); clock_gettime otherwise.
 struct TscClock;
 void SetTscClock(const TscClock* clock);
 // What bpf_get_attach_cookie answers on the calling thread until changed: the probe's index.
-void SetCurrentCookie(uint64_t cookie);
+inline void SetCurrentCookie(uint64_t cookie) {
+  thread_state::t_cookie = cookie;
+}
 
 }  // namespace fay::inproc

@@ -307,17 +307,14 @@ Expected<Interpreter> Interpreter::Prepare(std::vector<bpf_insn> insns,
   in.insns_ = std::move(insns);
   if (translate) {
     auto jit = JitCode::Translate(in.insns_, in.imm64_, in.helpers_);
-    if (jit.ok())
+    if (jit.ok()) {
       in.jit_ = std::move(jit).value();
-    else
+      in.jit_entry_ = in.jit_->entry();
+    } else {
       in.not_translated_ = jit.status().message();
+    }
   }
   return in;
-}
-
-uint64_t Interpreter::Run(uint64_t ctx) const {
-  if (jit_) return jit_->Run(ctx);
-  return Interpret(ctx);
 }
 
 uint64_t Interpreter::Interpret(uint64_t ctx) const {

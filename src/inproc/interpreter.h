@@ -57,7 +57,7 @@ class Interpreter {
 
   // Runs the program with R1 = ctx; returns R0. Safe from many threads at once: each run has
   // its own registers and stack.
-  uint64_t Run(uint64_t ctx) const;
+  uint64_t Run(uint64_t ctx) const { return jit_entry_ ? jit_entry_(ctx) : Interpret(ctx); }
   // Runs it interpreted even when translated (the tests compare the two).
   uint64_t Interpret(uint64_t ctx) const;
 
@@ -75,6 +75,7 @@ class Interpreter {
   std::vector<uint64_t> imm64_;  // resolved ld_imm64 values, by the index of their first half
   Helpers helpers_;
   std::shared_ptr<const class JitCode> jit_;
+  uint64_t (*jit_entry_)(uint64_t) = nullptr;  // jit_'s code, called inline by Run
   std::string not_translated_;
 };
 

@@ -29,6 +29,7 @@ class JitCode {
   JitCode& operator=(const JitCode&) = delete;
 
   uint64_t Run(uint64_t ctx) const { return entry_(ctx); }
+  uint64_t (*entry() const)(uint64_t) { return entry_; }
   size_t size() const { return size_; }
 
   struct Key {

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <span>
+
+#include <fmt/format.h>
 
 #include "inproc/relocate.h"
 
@@ -269,6 +272,20 @@ Expected<std::unique_ptr<EntryPatch>> EntryPatch::Install(uint64_t address, size
 
 Status EntryPatch::Remove() {
   if (!installed_) return Status::Ok();
+  // Only over our own jump: a library unloaded since (dlclose) leaves the address unmapped or
+  // holding another mapping's bytes, which must not be written. Read without touching the
+  // address directly, so that an unmapped one is an error, not a fault.
+  FAY_ASSIGN_OR_RETURN(std::vector<uint8_t> jump, JumpTo(address_, block_.address()));
+  std::vector<uint8_t> now(jump.size());
+  iovec local{now.data(), now.size()}, remote{reinterpret_cast<void*>(address_), now.size()};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != static_cast<ssize_t>(now.size()) ||
+      now != jump) {
+    installed_ = false;
+    return Error(Code::kNotFound,
+                 fmt::format("the function at {:#x} no longer holds the patch (unloaded?): left "
+                             "as it is",
+                             address_));
+  }
   FAY_RETURN_IF_ERROR(PokeCode(address_, std::span<const uint8_t>(original_.data(), kJumpBytes)));
   installed_ = false;
   return Status::Ok();

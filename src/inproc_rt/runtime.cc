@@ -7,7 +7,9 @@
 //
 // It never fails the program: whatever it cannot do it counts in the region and leaves
 // undone, and the process runs as it would have.
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -19,6 +21,8 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +50,10 @@ struct Site {
 
 struct Runtime {
   RegionHeader* header = nullptr;
+  const RegionPatch* patch_table = nullptr;
+  std::vector<uint32_t> pending;  // patches of files not mapped yet: patched after a dlopen
+  std::set<uint64_t> patched_at;  // addresses patched (or refused) in this process
+  std::mutex late_mu;             // PatchMapped after a dlopen, from any thread
   std::map<int, ShmMap> maps;  // by fay's map slot
   std::vector<Interpreter> programs;
   std::vector<std::unique_ptr<Site>> sites;
@@ -233,6 +241,90 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, const char* file, uint64_t off) {
   return found;
 }
 
+// Patches the pending functions this process now maps, each address once, and keeps the rest
+// pending. Called by Start (the process's one thread, or every other thread stopped by fay) and
+// after each dlopen, under the runtime's lock.
+void PatchMapped(Runtime* rt) {
+  RegionHeader* h = rt->header;
+  const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
+  std::map<uint64_t, Site*> by_address;
+  std::vector<uint32_t> still;
+  for (uint32_t i : rt->pending) {
+    const RegionPatch& p = rt->patch_table[i];
+    uint64_t at = AddressOf(p.dev, p.ino, p.file, p.file_offset);
+    if (!at) {
+      still.push_back(i);  // not mapped (yet) in this process
+      continue;
+    }
+    if (p.program >= rt->programs.size() || rt->patched_at.count(at)) continue;
+    Site*& site = by_address[at];
+    if (!site) {
+      rt->sites.push_back(std::make_unique<Site>());
+      site = rt->sites.back().get();
+      site->address = at;
+      site->size = p.size;
+      site->path = p.path;
+    }
+    (p.is_return ? site->on_return : site->on_entry)
+        .push_back({&rt->programs[p.program], p.cookie});
+  }
+  rt->pending = std::move(still);
+  for (auto& [at, site] : by_address) {
+    rt->patched_at.insert(at);
+    if (debug) std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(), (unsigned long)at);
+    auto patch =
+        site->on_return.empty()
+            ? EntryPatch::Install(site->address, site->size, &OnEntry, site)
+            : EntryPatch::InstallReturn(site->address, site->size, &OnEntry, &OnReturn, site,
+                                        /*entry_time=*/false);
+    if (!patch.ok()) {
+      NoteRefusal(h, site->path + ": " + patch.status().message());
+      continue;
+    }
+    rt->patches.push_back(std::move(patch).value());
+    h->patched.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// dlopen's return: a library may have brought pending functions in. They are patched while
+// the process's other threads run, before the caller gets the handle: the one way another
+// thread could be inside them already is a constructor of the library that started a thread
+// calling them, and their calls during the library's own constructors are not seen.
+void OnDlopenReturn(void* context, uint64_t handle, uint64_t /*entry_ns*/, uint64_t /*sp*/) {
+  auto* rt = static_cast<Runtime*>(context);
+  if (handle == 0 || t_in_probe) return;
+  t_in_probe = true;
+  {
+    std::lock_guard<std::mutex> lock(rt->late_mu);
+    if (!rt->pending.empty() && !rt->header->stop.load(std::memory_order_relaxed))
+      PatchMapped(rt);
+  }
+  t_in_probe = false;
+}
+
+void WatchDlopen(Runtime* rt) {
+  void* fn = dlsym(RTLD_DEFAULT, "dlopen");
+  Dl_info info;
+  void* entry = nullptr;  // the symbol's ElfW(Sym), for its size
+  if (!fn || !dladdr1(fn, &info, &entry, RTLD_DL_SYMENT) || !entry) return;
+  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+  const uint64_t at = reinterpret_cast<uint64_t>(fn);
+  // A query probing dlopen itself owns that patch; libraries loaded later then stay unpatched.
+  if (rt->patched_at.count(at)) {
+    NoteRefusal(rt->header, "dlopen is probed: functions of libraries loaded later are not patched");
+    return;
+  }
+  auto patch = EntryPatch::InstallReturn(at, sym->st_size, nullptr, &OnDlopenReturn, rt,
+                                         /*entry_time=*/false);
+  if (!patch.ok()) {
+    NoteRefusal(rt->header, "dlopen: " + patch.status().message() +
+                                ": functions of libraries loaded later are not patched");
+    return;
+  }
+  rt->patched_at.insert(at);
+  rt->patches.push_back(std::move(patch).value());
+}
+
 // `spec`: "FD,PID" as kRegionEnv holds it.
 void Start(const char* spec) {
   // Nothing this thread calls while it patches is probed: a patched function the patching
@@ -270,44 +362,14 @@ void Start(const char* spec) {
     if (!interp->translated()) h->interpreted.fetch_add(1, std::memory_order_relaxed);
     rt->programs.push_back(std::move(interp).value());
   }
-  // Functions of files this process maps, grouped by address: one patch each.
-  std::map<uint64_t, Site*> by_address;
-  const auto* patches = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
-  for (uint32_t i = 0; i < h->patch_count; ++i) {
-    const RegionPatch& p = patches[i];
-    uint64_t at = AddressOf(p.dev, p.ino, p.file, p.file_offset);
-    if (!at || p.program >= rt->programs.size()) continue;  // not in this process
-    Site*& site = by_address[at];
-    if (!site) {
-      rt->sites.push_back(std::make_unique<Site>());
-      site = rt->sites.back().get();
-      site->address = at;
-      site->size = p.size;
-      site->path = p.path;
-    }
-    (p.is_return ? site->on_return : site->on_entry)
-        .push_back({&rt->programs[p.program], p.cookie});
-  }
   g_runtime = rt.get();
   SetTscClock(&h->clock);
-  const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
-  for (auto& site : rt->sites) {
-    if (debug) {
-      std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(),
-                   (unsigned long)site->address);
-    }
-    auto patch =
-        site->on_return.empty()
-            ? EntryPatch::Install(site->address, site->size, &OnEntry, site.get())
-            : EntryPatch::InstallReturn(site->address, site->size, &OnEntry, &OnReturn, site.get(),
-                                        /*entry_time=*/false);
-    if (!patch.ok()) {
-      NoteRefusal(h, site->path + ": " + patch.status().message());
-      continue;
-    }
-    rt->patches.push_back(std::move(patch).value());
-    h->patched.fetch_add(1, std::memory_order_relaxed);
-  }
+  rt->patch_table = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
+  for (uint32_t i = 0; i < h->patch_count; ++i) rt->pending.push_back(i);
+  PatchMapped(rt.get());
+  // Functions of a library the process loads later (a plugin, a Python extension module) are
+  // patched when dlopen returns, by a return probe of the runtime's own on dlopen.
+  if (!rt->pending.empty()) WatchDlopen(rt.get());
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,
   // until exit, so nothing of it is ever freed.
   (void)rt.release();
