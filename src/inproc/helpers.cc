@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "inproc/shm_maps.h"
+#include "inproc/thread_entries.h"
 #include "inproc/tsc_clock.h"
 
 namespace fay::inproc {
@@ -103,6 +104,16 @@ const ShmMap* MapOf(uint64_t a) {
   return reinterpret_cast<const ShmMap*>(a);
 }
 
+// A key of a thread-keyed map that starts with this thread's pid_tgid: this thread's alone.
+// Any other key (none in fay's programs) goes to the shared table, so either way the map
+// answers as the kernel's does.
+bool Mine(const ShmMap* m, const void* key) {
+  if (!m->thread_keyed() || m->shape().key_size < 8) return false;
+  uint64_t first;
+  std::memcpy(&first, key, 8);
+  return first == Ids().pid_tgid;
+}
+
 }  // namespace
 
 void SetTscClock(const TscClock* clock) {
@@ -124,15 +135,29 @@ Helpers RuntimeHelpers() {
   h.slot_tls_offset = SlotTlsOffset();
   auto& f = h.fns;
   f[BPF_FUNC_map_lookup_elem] = [](void*, const uint64_t a[5]) {
-    return reinterpret_cast<uint64_t>(
-        MapOf(a[0])->Lookup(reinterpret_cast<const void*>(a[1]), t_slot));
+    const ShmMap* m = MapOf(a[0]);
+    const void* key = reinterpret_cast<const void*>(a[1]);
+    if (Mine(m, key))
+      return reinterpret_cast<uint64_t>(
+          ThreadEntries::Lookup(m, key, m->shape().key_size, m->shape().value_size));
+    return reinterpret_cast<uint64_t>(m->Lookup(key, t_slot));
   };
   f[BPF_FUNC_map_update_elem] = [](void*, const uint64_t a[5]) {
-    return static_cast<uint64_t>(MapOf(a[0])->Update(
-        reinterpret_cast<const void*>(a[1]), reinterpret_cast<const void*>(a[2]), a[3], t_slot));
+    const ShmMap* m = MapOf(a[0]);
+    const void* key = reinterpret_cast<const void*>(a[1]);
+    const void* value = reinterpret_cast<const void*>(a[2]);
+    if (Mine(m, key))
+      return static_cast<uint64_t>(ThreadEntries::Update(m, key, value, a[3], m->shape().key_size,
+                                                         m->shape().value_size));
+    return static_cast<uint64_t>(m->Update(key, value, a[3], t_slot));
   };
   f[BPF_FUNC_map_delete_elem] = [](void*, const uint64_t a[5]) {
-    return static_cast<uint64_t>(MapOf(a[0])->Delete(reinterpret_cast<const void*>(a[1]), t_slot));
+    const ShmMap* m = MapOf(a[0]);
+    const void* key = reinterpret_cast<const void*>(a[1]);
+    if (Mine(m, key))
+      return static_cast<uint64_t>(
+          ThreadEntries::Delete(m, key, m->shape().key_size, m->shape().value_size));
+    return static_cast<uint64_t>(m->Delete(key, t_slot));
   };
   f[BPF_FUNC_ktime_get_ns] = [](void*, const uint64_t*) {
     uint64_t ns = g_clock ? ReadTscClock(*g_clock) : 0;

@@ -270,8 +270,9 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
     if (!d.used) continue;
     MapShape shape{d.type, d.key_size, d.value_size, d.max_entries};
     FAY_ASSIGN_OR_RETURN(size_t bytes, ShmMap::BytesFor(shape, slots));
+    const uint32_t flags = m == bpf::kMapEntry ? kRegionMapThreadKeyed : 0;
     maps.push_back(RegionMap{m, static_cast<uint32_t>(d.type), d.key_size, d.value_size,
-                             d.max_entries, slots, off, bytes});
+                             d.max_entries, slots, flags, off, bytes});
     off += Align(bytes, 4096);
   }
   bytes_ = off;

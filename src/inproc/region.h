@@ -49,9 +49,14 @@ struct RegionHeader {
   TscClock clock;  // written by fay: what bpf_ktime_get_ns answers in the process
 };
 
+// A map whose every key starts with the pid_tgid of the thread that uses it (the entry map):
+// each thread keeps its keys to itself (thread_entries.h), and fay never reads it.
+inline constexpr uint32_t kRegionMapThreadKeyed = 1;
+
 struct RegionMap {
   int32_t id;  // fay's map slot (bpf::MapId): what a program's map reference names
   uint32_t type, key_size, value_size, max_entries, slots;
+  uint32_t flags;  // kRegionMap*
   uint64_t offset, bytes;
 };
 

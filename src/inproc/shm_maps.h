@@ -72,6 +72,11 @@ class ShmMap {
     return true;
   }
 
+  // Keys that start with their thread's pid_tgid are kept per thread (thread_entries.h) by
+  // the helpers, not in this map.
+  void SetThreadKeyed() { thread_keyed_ = true; }
+  bool thread_keyed() const { return thread_keyed_; }
+
   const MapShape& shape() const { return shape_; }
   uint32_t slots() const { return slots_; }
 
@@ -94,6 +99,7 @@ class ShmMap {
   size_t key_off_ = 8, value_off_ = 0;
   size_t table_bytes_ = 0;
   uint8_t* base_ = nullptr;
+  bool thread_keyed_ = false;
 };
 
 }  // namespace fay::inproc

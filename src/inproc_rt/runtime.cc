@@ -346,6 +346,7 @@ void Start(const char* spec) {
     MapShape shape{static_cast<bpf_map_type>(m.type), m.key_size, m.value_size, m.max_entries};
     auto placed = ShmMap::Place(shape, m.slots, {base + m.offset, m.bytes});
     if (!placed.ok()) return NoteRefusal(h, placed.status().message());
+    if (m.flags & kRegionMapThreadKeyed) placed->SetThreadKeyed();
     rt->maps.emplace(m.id, *placed);
   }
   const auto* progs = reinterpret_cast<const RegionProgram*>(base + h->programs_off);
