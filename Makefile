@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test fuzz-smoke demo bench fresh-check format clean
+.PHONY: all deps configure build test fuzz-smoke demo bench fresh-check format clean install deb
 
 all: build
 
@@ -23,6 +23,17 @@ test: build
 # A separate build directory; CI runs it after test.
 fuzz-smoke: deps
 	@./scripts/fuzz_smoke.sh
+
+# PREFIX (default /usr/local) and DESTDIR as usual: fay, its runtime library, man pages, bash and
+# zsh completion, the agent's systemd unit.
+PREFIX ?= /usr/local
+install: build
+	@DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package (CPack) in $(BUILD): fay_VERSION_amd64.deb, its dependencies found by
+# dpkg-shlibdeps.
+deb: build
+	@cd $(BUILD) && cpack -G DEB >/dev/null && ls -1 $(CURDIR)/$(BUILD)/fay_*.deb
 
 demo: build
 	$(BUILD)/fay query 'syscall:* | count() as calls by comm | top 15 | for 5s'

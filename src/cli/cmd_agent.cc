@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include "version.h"
 #include "cli/commands.h"
 #include "cluster/agent.h"
 #include "cluster/coordinator.h"
@@ -33,6 +34,7 @@ Runner RegisterAgent(CLI::App& app) {
                   "MiB one query's map may take at its fullest, all CPUs (default 64)");
   return [o, map_mib] {
     o->limits.max_map_bytes = *map_mib << 20;
+    o->fay_version = FAY_VERSION " (" FAY_GIT_REVISION ")";
     if (o->name.empty()) {
       char host[256] = {};
       gethostname(host, sizeof host - 1);

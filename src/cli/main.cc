@@ -5,13 +5,14 @@
 
 #include "cli/commands.h"
 #include "common/child_process.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
   fay::NoteInheritedFds();      // before any thread: see HeldChild::Spawn
   fay::NoteInheritedSignals();  // before fay blocks or handles any
   CLI::App app{"fay: declarative tracing compiled to eBPF"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "fay 0.1.0");
+  app.set_version_flag("--version", "fay " FAY_VERSION " (" FAY_GIT_REVISION ")");
   std::map<std::string, fay::cli::Runner> runners;
   runners["query"] = fay::cli::RegisterQuery(app);
   runners["explain"] = fay::cli::RegisterExplain(app);

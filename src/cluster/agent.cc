@@ -232,7 +232,7 @@ class Service final : public pb::Agent::Service {
                       pb::StatusReply* rep) override {
     rep->set_version(kProtocolVersion);
     rep->set_name(o_.name);
-    rep->set_fay_version("0.1.0");
+    rep->set_fay_version(o_.fay_version);
     rep->add_capabilities(fmt::format("uprobe_multi={}", bpf::UprobeMultiSupported()));
     std::lock_guard lk(mu_);
     rusage ru{};

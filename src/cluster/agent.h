@@ -31,6 +31,7 @@ struct AgentOptions {
   std::string name;    // the host's label (default: the hostname)
   TlsFiles tls;
   AgentLimits limits;
+  std::string fay_version = "unknown";  // what `fay cluster status` shows (the CLI's)
 };
 
 // Serves until SIGINT or SIGTERM; the exit code.
