@@ -8,7 +8,7 @@ PKGS="build-essential make cmake pkg-config git libbpf-dev libelf-dev zlib1g-dev
 libxxhash-dev libisal-dev libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev bpftool
 bpftrace strace linux-perf sqlite3 python3 babeltrace2 zstd time clang libclang-rt-14-dev
 libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc openssl iproute2
-libzydis-dev man-db zsh dpkg-dev"
+libzydis-dev man-db zsh dpkg-dev libcpp-httplib-dev prometheus clickhouse-server"
 [ $# -gt 0 ] && PKGS="$*"
 missing=""
 for p in $PKGS; do

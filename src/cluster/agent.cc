@@ -15,7 +15,10 @@
 #include "bpf/attach.h"
 #include "bpf/runtime.h"
 #include "cluster/host_query.h"
+#include "cluster/live_engine.h"
 #include "cluster/node.h"
+#include "cluster/standing.h"
+#include "sinks/metrics_server.h"
 #include "fay_cluster.grpc.pb.h"
 #include "probes/catalog.h"
 #include "probes/tracefs.h"
@@ -24,114 +27,10 @@
 namespace fay::cluster {
 namespace {
 
-int NumCpus() {
-  static const int n = std::max(1, libbpf_num_possible_cpus());
-  return n;
-}
-
 std::atomic<bool> g_stop{false};
 void OnSignal(int) {
   g_stop = true;
 }
-
-// This host's engine, running the query with the host parts cut out.
-class LiveEngine : public LocalEngine {
- public:
-  static Expected<std::unique_ptr<LiveEngine>> Start(const std::string& text,
-                                                     const std::string& name,
-                                                     const std::string& address, uint32_t want_keys,
-                                                     const AgentLimits& lim) {
-    auto e = std::unique_ptr<LiveEngine>(new LiveEngine());
-    e->name_ = name;
-    e->address_ = address;
-    FAY_ASSIGN_OR_RETURN(HostQuery hq, SplitHostQuery(text));
-    e->host_key_ = hq.host_key;
-    FAY_ASSIGN_OR_RETURN(e->selected_, HostSelected(text, name));
-    FAY_RETURN_IF_ERROR(EnsureTracefs());
-    e->text_ = hq.local;
-    // The caller's --max-keys, within this agent's own.
-    if (want_keys > lim.max_keys)
-      return Error(Code::kInvalidArgument,
-                   fmt::format("the query asks for {} keys; this agent allows {} (--max-keys)",
-                               want_keys, lim.max_keys));
-    PlanOptions popt;
-    popt.max_keys = want_keys ? want_keys : lim.max_keys;
-    popt.uprobe_multi = bpf::UprobeMultiSupported();
-    FAY_ASSIGN_OR_RETURN(e->plan_, CompileQuery(e->text_, e->catalog_, popt));
-    const Plan& p = e->plan_;
-    if (p.mode != PlanMode::kAggregate)
-      return Error(Code::kInvalidArgument, "only aggregating queries run across hosts");
-    if (p.probes.size() > lim.max_probes)
-      return Error(Code::kInvalidArgument,
-                   fmt::format("the query attaches {} probes; this agent allows {} (--max-probes)",
-                               p.probes.size(), lim.max_probes));
-    // The aggregation map at its fullest, each CPU's values apart (a per-CPU hash).
-    uint64_t map_bytes = uint64_t{p.max_keys} *
-                         (static_cast<uint64_t>(p.key_size) +
-                          static_cast<uint64_t>(p.value_size) * static_cast<uint64_t>(NumCpus()));
-    if (map_bytes > lim.max_map_bytes)
-      return Error(Code::kInvalidArgument,
-                   fmt::format("the query's map takes up to {} MiB ({} keys of {} + {} bytes on "
-                               "{} CPUs); this agent allows {} MiB (--max-map-memory)",
-                               (map_bytes + (1 << 20) - 1) >> 20, p.max_keys, p.key_size,
-                               p.value_size, NumCpus(), lim.max_map_bytes >> 20));
-    // The shape of the states this node merges: its plan's, with the host key where the
-    // query has it. Compiled even when the host filter leaves this host out, for its subtree.
-    e->shape_ = ShapeOf(p, e->host_key_);
-    if (!e->selected_) return e;  // its host filter leaves this host out: nothing to attach
-    bpf::CodegenOptions copt;
-    copt.self_tgid = static_cast<uint32_t>(getpid());
-    FAY_ASSIGN_OR_RETURN(e->live_, bpf::LiveQuery::Load(e->plan_, copt));
-    FAY_RETURN_IF_ERROR(e->live_->Attach());
-    return e;
-  }
-
-  pb::WindowState TakeWindow(uint64_t index, bool last) override {
-    pb::WindowState out;
-    out.set_version(kProtocolVersion);
-    out.set_index(index);
-    pb::HostState* h = out.add_hosts();
-    h->set_host(name_);
-    h->set_address(address_);
-    if (!selected_) return out;
-    auto rs = live_->ReadWindow(RealtimeNs());
-    if (!rs.ok()) {
-      h->set_error("read: " + rs.status().message());
-      return out;
-    }
-    if (host_key_ >= 0)
-      for (Row& row : rs->rows)
-        row.keys.insert(row.keys.begin() + host_key_, Value{std::string(name_)});
-    RowsToGroups(rs->rows, &out);
-    RunStats s = live_->Stats();
-    pb::Stats* st = out.mutable_stats();
-    st->set_events_seen(s.events_seen - sent_.events_seen);
-    st->set_events_matched(s.events_matched - sent_.events_matched);
-    st->set_dropped(s.dropped - sent_.dropped);
-    st->set_map_full(s.map_full - sent_.map_full);
-    st->set_read_errors(s.read_errors - sent_.read_errors);
-    sent_ = s;
-    if (last) live_->Detach();
-    return out;
-  }
-
-  const GroupShape& shape() const { return shape_; }
-
-  ~LiveEngine() override {
-    if (live_) live_->Detach();
-  }
-
- private:
-  LiveEngine() = default;
-  std::string name_, address_, text_;
-  int host_key_ = -1;
-  bool selected_ = true;
-  SystemCatalog catalog_;
-  Plan plan_;
-  GroupShape shape_;
-  std::unique_ptr<bpf::LiveQuery> live_;
-  RunStats sent_;
-};
 
 struct Running {
   std::string query;
@@ -291,7 +190,34 @@ int RunAgent(const AgentOptions& o) {
   sigaction(SIGTERM, &sa, nullptr);
   fmt::print(stderr, "fay agent: {} listening on {} ({})\n", o.name, o.listen,
              o.tls.insecure ? "plaintext, --insecure" : "mutual TLS");
+  // Standing queries run on a thread of their own; their metrics are served where asked.
+  sinks::MetricsRegistry metrics(o.metrics_max_series);
+  std::unique_ptr<StandingQueries> standing;
+  if (!o.standing_file.empty()) {
+    auto s = StandingQueries::Start(o.standing_file, o, &metrics);
+    if (!s.ok()) {
+      fmt::print(stderr, "fay agent: {}\n", s.status().message());
+      server->Shutdown();
+      return 2;
+    }
+    standing = std::move(s).value();
+  }
+  std::unique_ptr<sinks::MetricsServer> metrics_server;
+  if (!o.metrics_listen.empty()) {
+    auto m = sinks::MetricsServer::Start(o.metrics_listen, &metrics);
+    if (!m.ok()) {
+      fmt::print(stderr, "fay agent: {}\n", m.status().message());
+      server->Shutdown();
+      return 1;
+    }
+    metrics_server = std::move(m).value();
+    fmt::print(stderr, "fay agent: metrics at http://{}/metrics\n", o.metrics_listen);
+  }
+  std::thread standing_thread;
+  if (standing) standing_thread = std::thread([&] { standing->Run(g_stop); });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (standing_thread.joinable()) standing_thread.join();
+  metrics_server.reset();
   // Running queries see g_stop and end (their probes detached); then the server goes.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   return 0;

@@ -32,6 +32,9 @@ struct AgentOptions {
   TlsFiles tls;
   AgentLimits limits;
   std::string fay_version = "unknown";  // what `fay cluster status` shows (the CLI's)
+  // Standing queries (standing.h) and the endpoint Prometheus scrapes for them (empty: none).
+  std::string standing_file, metrics_listen;
+  uint32_t metrics_max_series = 10000;
 };
 
 // Serves until SIGINT or SIGTERM; the exit code.

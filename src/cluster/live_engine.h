@@ -1,0 +1,50 @@
+// This host's engine for a cluster query or a standing query: the query compiled against this
+// kernel with its host parts cut out (host_query.h), within the agent's limits, attached, and
+// read one window at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bpf/runtime.h"
+#include "cluster/agent.h"
+#include "cluster/node.h"
+#include "cluster/window_table.h"
+#include "probes/catalog.h"
+#include "query/plan.h"
+
+namespace fay::cluster {
+
+class LiveEngine : public LocalEngine {
+ public:
+  // `name` is this host's (what `host` says); `address` what its answers carry; `want_keys`
+  // the caller's --max-keys (0: the agent's own).
+  static Expected<std::unique_ptr<LiveEngine>> Start(const std::string& text,
+                                                     const std::string& name,
+                                                     const std::string& address, uint32_t want_keys,
+                                                     const AgentLimits& lim);
+  ~LiveEngine() override;
+
+  // One window as serialized states, for a cluster node.
+  pb::WindowState TakeWindow(uint64_t index, bool last) override;
+  // One window as rows (the host key filled in where the query has one), for a standing query.
+  Expected<ResultSet> TakeRows();
+
+  const GroupShape& shape() const { return shape_; }
+  const Plan& plan() const { return plan_; }
+  // Where `host` is among the output keys, or -1 (TakeRows' rows hold it there).
+  int host_key() const { return host_key_; }
+
+ private:
+  LiveEngine() = default;
+  std::string name_, address_, text_;
+  int host_key_ = -1;
+  bool selected_ = true;
+  SystemCatalog catalog_;
+  Plan plan_;
+  GroupShape shape_;
+  std::unique_ptr<bpf::LiveQuery> live_;
+  RunStats sent_;
+};
+
+}  // namespace fay::cluster
