@@ -29,6 +29,10 @@ Runner RegisterAgent(CLI::App& app) {
                   "standing queries to run from the start, one `NAME = QUERY` a line (docs/SINKS.md)");
   cmd->add_option("--metrics", o->metrics_listen,
                   "ADDR:PORT to serve the standing queries at /metrics for Prometheus");
+  cmd->add_option("--sink", o->sink,
+                  "also write each standing query's windows to clickhouse://HOST[:PORT]/DB.TABLE "
+                  "(table TABLE_NAME per query)");
+  cmd->add_flag("--sink-create", o->sink_create, "with --sink: create the tables and views");
   cmd->add_option("--metrics-max-series", o->metrics_max_series,
                   "label sets each standing query keeps (default 10000); more are dropped, counted");
   AddTlsFlags(cmd, &o->tls);

@@ -22,6 +22,7 @@
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
 #include "engine/output/sink.h"
+#include "sinks/clickhouse.h"
 #include "inproc/host.h"
 #include "probes/catalog.h"
 #include "probes/elf_symbols.h"
@@ -51,7 +52,22 @@ struct QueryOptions {
   uint64_t max_merge_mib = 512;
   cluster::TlsFiles tls;
   std::string uprobes = "auto";  // where uprobe probes run (src/inproc/host.h)
+  // Every window also into ClickHouse (src/sinks/clickhouse.h), creating its tables if asked.
+  std::string sink;
+  bool sink_create = false;
 };
+
+// The ClickHouse sink of --sink, started (schema created, server checked) before any probe.
+Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& opt, const Plan& plan) {
+  if (opt.sink.empty()) {
+    if (opt.sink_create)
+      return Error(Code::kInvalidArgument, "--sink-create needs --sink clickhouse://HOST:PORT/DB.TABLE");
+    return std::unique_ptr<sinks::ClickHouseSink>();
+  }
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return sinks::ClickHouseSink::Start(opt.sink, plan, host, opt.sink_create);
+}
 
 uint64_t NowNs(clockid_t clock) {
   timespec ts;
@@ -138,14 +154,17 @@ int RunTraceQuery(const QueryOptions& opt) {
                "arguments carry the table's names\n",
                catalog.fallback_reason());
   if (!plan.ok()) return Fail(plan.status());
+  auto ch = StartSink(opt, *plan);
+  if (!ch.ok()) return Fail(ch.status());
 
-  std::unique_ptr<OutputSink> sink =
-      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout);
+  std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
+      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
   TraceQueryStats stats;
   Status st = fay::RunTraceQuery(*plan, opt.input, topt, *sink, &stats);
   sink->Flush();
   fflush(stdout);
   PrintSummary(stderr, stats.run, stats.seconds);
+  if (*ch) fmt::print(stderr, "fay: {}\n", (*ch)->Finish(5));
   if (opt.verbose) {
     fmt::print(stderr,
                "fay: read {} events in {:.3f} s with {} thread{}: {:.2f} M events/s; "
@@ -178,6 +197,12 @@ int RunHostsQuery(const QueryOptions& opt) {
                       fmt::format("--max-merge-memory must be 1 to {} MiB", 1u << 20)));
   if (!opt.command.empty() || opt.pid || !opt.input.empty())
     return Fail(Error(Code::kInvalidArgument, "--hosts cannot be combined with -c, -p or -i"));
+  // Each agent writes its own host's states (fay agent --standing ... --sink): the merged
+  // answer at the root is not a host's.
+  if (!opt.sink.empty())
+    return Fail(Error(Code::kInvalidArgument,
+                      "--sink writes one host's states: give it to each agent's standing queries "
+                      "(fay agent --sink), not to a --hosts query"));
   auto d = ParseOffset("--deadline", opt.deadline);
   if (!d.ok()) return Fail(d.status());
   o.deadline_ns = *d;
@@ -217,6 +242,8 @@ int RunQuery(const QueryOptions& opt) {
   popt.uprobe_multi = bpf::UprobeMultiSupported();
   auto plan = CompileQuery(opt.query, catalog, popt);
   if (!plan.ok()) return Fail(plan.status());
+  auto ch = StartSink(opt, *plan);
+  if (!ch.ok()) return Fail(ch.status());
 
   bool scoped = !opt.command.empty() || opt.pid;
   bpf::CodegenOptions copt;
@@ -331,8 +358,8 @@ int RunQuery(const QueryOptions& opt) {
     (*live)->CommandStarted();
   }
 
-  std::unique_ptr<OutputSink> sink =
-      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout);
+  std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
+      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
   const Plan& p = *plan;
   bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int) {
     sink->SelectRow(p, row, NowNs(CLOCK_REALTIME));
@@ -424,6 +451,7 @@ int RunQuery(const QueryOptions& opt) {
   fflush(stdout);
   RunStats stats = (*live)->Stats();
   PrintSummary(stderr, stats, (NowNs(CLOCK_MONOTONIC) - start) / 1e9);
+  if (*ch) fmt::print(stderr, "fay: {}\n", (*ch)->Finish(5));
   if (*host)
     for (const std::string& line : (*host)->Report(opt.verbose))
       fmt::print(stderr, "fay: {}\n", line);
@@ -471,6 +499,9 @@ Runner RegisterQuery(CLI::App& app) {
   cmd->add_option("--tls-key", opt->tls.key, "with --hosts: its private key (PEM)");
   cmd->add_option("--tls-ca", opt->tls.ca, "with --hosts: the CA that signed the agents' (PEM)");
   cmd->add_flag("--insecure", opt->tls.insecure, "with --hosts: plaintext, no authentication");
+  cmd->add_option("--sink", opt->sink,
+                  "also write each window to clickhouse://HOST[:PORT]/DB.TABLE (docs/SINKS.md)");
+  cmd->add_flag("--sink-create", opt->sink_create, "with --sink: create its tables and views");
   return [opt, cmd] {
     opt->command_given = cmd->count("--command") > 0;
     return RunQuery(*opt);

@@ -34,6 +34,9 @@ struct AgentOptions {
   std::string fay_version = "unknown";  // what `fay cluster status` shows (the CLI's)
   // Standing queries (standing.h) and the endpoint Prometheus scrapes for them (empty: none).
   std::string standing_file, metrics_listen;
+  // Each standing query's windows also into ClickHouse, table TABLE_NAME (sinks/clickhouse.h).
+  std::string sink;
+  bool sink_create = false;
   uint32_t metrics_max_series = 10000;
 };
 

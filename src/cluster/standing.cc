@@ -103,6 +103,12 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
     r.engine = std::move(engine).value();
     r.q = q;
     metrics->AddQuery(q.name, q.text, r.engine->plan());
+    if (!o.sink.empty()) {
+      auto sink = sinks::ClickHouseSink::Start(o.sink + "_" + q.name, r.engine->plan(), o.name,
+                                               o.sink_create);
+      if (!sink.ok()) return where(sink.status());
+      r.sink = std::move(sink).value();
+    }
     s->running_.push_back(std::move(r));
   }
   const uint64_t now = ClockNs(CLOCK_MONOTONIC);
@@ -118,9 +124,10 @@ void StandingQueries::Run(const std::atomic<bool>& stop) {
     for (Running& r : running_) {
       if (now < r.next_ns) continue;
       auto rows = r.engine->TakeRows();
-      if (rows.ok())
+      if (rows.ok()) {
         metrics_->Update(r.q.name, *rows);
-      else
+        if (r.sink) r.sink->Window(*rows);
+      } else
         metrics_->NoteError(r.q.name, rows.status().message());
       // The next end on the query's grid; windows missed while late are folded into this one.
       while (r.next_ns <= now) r.next_ns += r.every_ns;
@@ -131,6 +138,8 @@ void StandingQueries::Run(const std::atomic<bool>& stop) {
                                              100'000'000);  // stop is checked every 100 ms
     std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   }
+  for (Running& r : running_)
+    if (r.sink) fmt::print(stderr, "fay agent: {}: {}\n", r.q.name, r.sink->Finish(5));
   running_.clear();  // each engine detaches its probes
 }
 

@@ -11,6 +11,7 @@
 
 #include "cluster/agent.h"
 #include "common/status.h"
+#include "sinks/clickhouse.h"
 #include "sinks/metrics.h"
 
 namespace fay::cluster {
@@ -41,6 +42,7 @@ class StandingQueries {
   struct Running {
     StandingQuery q;
     std::unique_ptr<LiveEngine> engine;
+    std::unique_ptr<sinks::ClickHouseSink> sink;  // --sink: its windows into TABLE_NAME
     uint64_t every_ns = 0, next_ns = 0;
   };
   StandingQueries() = default;

@@ -394,16 +394,7 @@ int64_t AggState::QuantileValue() const {
   uint64_t seen = 0;
   for (int i = 0; i < kQuantSlots; ++i) {
     seen += LoadWord(bytes_, i);
-    if (seen < rank) continue;
-    if (i < kQuantSub) return i;
-    // Bucket i covers [(16 + sub) << (k - 4), (17 + sub) << (k - 4)); report its midpoint, which
-    // is within half a bucket width (at most 1/32 of the value) of every value in it.
-    int k = (i - kQuantSub) / kQuantSub + kQuantSubBits;
-    uint64_t sub = static_cast<uint64_t>((i - kQuantSub) % kQuantSub);
-    uint64_t width = uint64_t{1} << (k - kQuantSubBits);
-    uint64_t lo = (kQuantSub + sub) * width;
-    uint64_t mid = lo + width / 2;
-    return mid > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(mid);
+    if (seen >= rank) return QuantBucketValue(i);
   }
   return 0;
 }

@@ -43,6 +43,18 @@ inline int QuantIndex(int64_t sv) {
   return kQuantSub + (k - kQuantSubBits) * kQuantSub + sub;
 }
 
+// What a quantile reports for the values in bucket i: the value itself below kQuantSub; above,
+// bucket i covers [(16 + sub) << (k - 4), (17 + sub) << (k - 4)) and reports its midpoint, within
+// half a bucket width (at most 1/32 of the value) of every value in it.
+inline int64_t QuantBucketValue(int i) {
+  if (i < kQuantSub) return i;
+  const int k = (i - kQuantSub) / kQuantSub + kQuantSubBits;
+  const uint64_t sub = static_cast<uint64_t>((i - kQuantSub) % kQuantSub);
+  const uint64_t width = uint64_t{1} << (k - kQuantSubBits);
+  const uint64_t mid = (kQuantSub + sub) * width + width / 2;
+  return mid > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(mid);
+}
+
 // lhist bucket for v: 0 below lo, 1 + (v - lo) / step inside, nbuckets + 1 at or above hi.
 inline int LhistIndex(int64_t v, int64_t lo, int64_t hi, int64_t step) {
   if (v < lo) return 0;
