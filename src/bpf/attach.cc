@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "common/privileges.h"
 #include "bpf/map.h"
 
 namespace fay::bpf {
@@ -34,7 +35,7 @@ int PerfEventOpen(perf_event_attr* attr, int pid, int cpu) {
 
 Status PerfError(const std::string& what, int err) {
   Status st = BpfError(what, err);
-  if ((err == EACCES || err == EPERM) && geteuid() != 0)
+  if ((err == EACCES || err == EPERM) && !CurrentPrivileges().root && !CurrentPrivileges().perfmon)
     st.Append("(also check /proc/sys/kernel/perf_event_paranoid)");
   return st;
 }

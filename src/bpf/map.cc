@@ -11,20 +11,15 @@
 
 #include <unistd.h>
 
+#include "common/privileges.h"
+
 namespace fay::bpf {
 
 Status BpfError(const std::string& what, int err) {
   Status st = ErrnoError(what, err);
   if (err == EPERM || err == EACCES) {
     st = Status(Code::kPermission, st.message());
-    if (geteuid() == 0)
-      st.Append(
-          "fay runs as root, so this is not a missing privilege: a kernel policy (lockdown, a "
-          "security module) or the event itself refuses it");
-    else
-      st.Append(
-          "fix: run as root, or grant CAP_BPF and CAP_PERFMON (e.g. setcap "
-          "cap_bpf,cap_perfmon+ep fay)");
+    st.Append(PrivilegeFix());
   }
   return st;
 }

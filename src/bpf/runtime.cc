@@ -69,11 +69,6 @@ Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
                                                      const CodegenOptions& options) {
   std::unique_ptr<LiveQuery> q(new LiveQuery(plan));
   CodegenOptions opts = options;
-  if (opts.scoped) {
-    opts.fork_child_off =
-        FieldOffset("sched", "sched_process_fork", "child_pid", opts.fork_child_off);
-    opts.free_pid_off = FieldOffset("sched", "sched_process_free", "pid", opts.free_pid_off);
-  }
   if (opts.task_comm_offset < 0) {
     auto off = TaskStructOffsets();
     if (off.ok()) {
@@ -82,11 +77,20 @@ Expected<std::unique_ptr<LiveQuery>> LiveQuery::Load(const Plan& plan,
       opts.task_tgid_offset = off->tgid;
     }
   }
+  // Scope tracking through the tracepoints reads their pid fields' offsets from tracefs.
+  auto scope_offsets = [&] {
+    if (!opts.scoped || RawScope(opts)) return;
+    opts.fork_child_off =
+        FieldOffset("sched", "sched_process_fork", "child_pid", opts.fork_child_off);
+    opts.free_pid_off = FieldOffset("sched", "sched_process_free", "pid", opts.free_pid_off);
+  };
+  scope_offsets();
   auto loaded = q->LoadWith(opts);
   if (!loaded.ok() && opts.task_comm_offset >= 0) {
     // A kernel that will not let tracepoint programs follow BTF pointers still has the helpers.
     q.reset(new LiveQuery(plan));
     opts.task_comm_offset = opts.task_pid_offset = opts.task_tgid_offset = -1;
+    scope_offsets();
     loaded = q->LoadWith(opts);
   }
   FAY_RETURN_IF_ERROR(loaded);

@@ -21,6 +21,8 @@
 #include "common/child_process.h"
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
+#include "common/privileges.h"
+#include "engine/offline/table_catalog.h"
 #include "engine/output/sink.h"
 #include "sinks/clickhouse.h"
 #include "inproc/host.h"
@@ -93,8 +95,8 @@ bool IsStopSignal(int sig) {
 
 // The exact fix for the privilege errors users hit first.
 Status WithPrivilegeHint(Status st) {
-  if (st.code() == Code::kPermission && geteuid() != 0)
-    st.Append("fix: run fay as root (sudo fay ...), or grant it CAP_BPF and CAP_PERFMON");
+  if (st.code() == Code::kPermission && st.message().find("fix:") == std::string::npos)
+    st.Append(PrivilegeFix());
   return st;
 }
 
@@ -236,11 +238,19 @@ int RunQuery(const QueryOptions& opt) {
   if (!uprobe_mode.ok()) return Fail(uprobe_mode.status());
   if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
 
-  SystemCatalog catalog;
+  SystemCatalog system;
+  // Without read access to tracefs (a user given capabilities: tracefs is root's alone), syscall
+  // probes are described by fay's table and run on raw tracepoints all the same.
+  SyscallFallbackCatalog catalog(system);
   PlanOptions popt;
   popt.max_keys = opt.max_keys;
   popt.uprobe_multi = bpf::UprobeMultiSupported();
   auto plan = CompileQuery(opt.query, catalog, popt);
+  if (!catalog.fallback_reason().empty())
+    fmt::print(stderr,
+               "fay: note: syscall probes described by fay's syscall table, not tracefs ({}); "
+               "arguments carry the table's names\n",
+               catalog.fallback_reason());
   if (!plan.ok()) return Fail(plan.status());
   auto ch = StartSink(opt, *plan);
   if (!ch.ok()) return Fail(ch.status());

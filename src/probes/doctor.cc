@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/privileges.h"
 #include "common/strings.h"
 #include "probes/elf_symbols.h"
 #include "probes/read_file.h"
@@ -26,7 +27,11 @@
 namespace fay {
 namespace {
 
-constexpr const char* kPrivilegeFix = "run as root or grant CAP_BPF,CAP_PERFMON";
+// The exact `setcap` for this binary where capabilities are missing; else what is left.
+std::string PrivilegeFixText() {
+  std::string fix = PrivilegeFix();
+  return fix.rfind("fix: ", 0) == 0 ? fix.substr(5) : fix;
+}
 constexpr const char* kPmuDir = "/sys/bus/event_source/devices";
 
 bool Exists(const std::string& path) {
@@ -84,6 +89,31 @@ DoctorCheck CheckKernel() {
             "fay does not need BTF; fentry/fexit would need CONFIG_DEBUG_INFO_BTF=y", false);
 }
 
+// Root, or the capabilities that stand for it; the exact setcap line for what is missing.
+DoctorCheck CheckPrivileges() {
+  const Privileges p = CurrentPrivileges();
+  if (p.root) return Ok("privileges: running as root", true);
+  const std::vector<std::string> missing = MissingCapabilities(p);
+  if (missing.empty())
+    return Ok("privileges: not root, with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE", true);
+  std::string names;
+  for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+  return No("privileges: not root, and without " + names, SetcapCommand() + " (or run as root)",
+            true);
+}
+
+// An unprivileged fay with capabilities cannot read tracefs (root's alone, mode 0700): syscall
+// probes then come from fay's syscall table on raw tracepoints; tracepoint: probes need it.
+DoctorCheck CheckTracefsReadable() {
+  auto root = FindTracefs();
+  if (!root) return Ok("tracefs: not mounted, nothing to read", false);
+  if (::access((*root + "/events").c_str(), R_OK | X_OK) == 0)
+    return Ok("tracefs readable: tracepoint: probes and tracefs formats for syscall: ones", false);
+  return No("tracefs at " + *root + " is root's alone: syscall: probes use fay's table instead; "
+            "tracepoint: probes cannot be resolved",
+            "for tracepoint: probes, run as root or also grant cap_dac_read_search", false);
+}
+
 DoctorCheck CheckTracefs() {
   bool was_mounted = FindTracefs().has_value();
   Status st = EnsureTracefs();
@@ -107,7 +137,7 @@ DoctorCheck CheckBpfTracepoint() {
       return No(text + " (kernel built without CONFIG_BPF_SYSCALL)",
                 "use a kernel with CONFIG_BPF_SYSCALL=y", true);
     }
-    if (IsPrivilegeError(err)) return No(text + " (not privileged)", kPrivilegeFix, true);
+    if (IsPrivilegeError(err)) return No(text + " (not privileged)", PrivilegeFixText(), true);
     return No(text, "check `dmesg` and the kernel's BPF configuration", true);
   }
   // Attaching, not just loading, is what a query does: try syscalls:sys_enter_getppid.
@@ -125,11 +155,11 @@ DoctorCheck CheckBpfTracepoint() {
   if (!event.valid()) {
     int err = errno;
     return No("tracepoint programs load but perf_event_open(tracepoint) fails: " + ErrnoText(err),
-              IsPrivilegeError(err) ? kPrivilegeFix : "check kernel.perf_event_paranoid", true);
+              IsPrivilegeError(err) ? PrivilegeFixText() : "check kernel.perf_event_paranoid", true);
   }
   if (::ioctl(event.get(), PERF_EVENT_IOC_SET_BPF, prog.get()) != 0) {
     int err = errno;
-    return No("tracepoint programs load but do not attach: " + ErrnoText(err), kPrivilegeFix, true);
+    return No("tracepoint programs load but do not attach: " + ErrnoText(err), PrivilegeFixText(), true);
   }
   return Ok("bpf(): tracepoint programs load and attach", true);
 }
@@ -143,7 +173,7 @@ DoctorCheck CheckMap(bpf_map_type type, const char* what, uint32_t key, uint32_t
   }
   int err = -fd;
   std::string text = std::string(what) + ": " + ErrnoText(err);
-  if (IsPrivilegeError(err)) return No(text + " (not privileged)", kPrivilegeFix, true);
+  if (IsPrivilegeError(err)) return No(text + " (not privileged)", PrivilegeFixText(), true);
   return No(text + " (" + missing_means + ")", "use a newer kernel (5.8 or later)", true);
 }
 
@@ -172,14 +202,21 @@ DoctorCheck CheckUprobes() {
   UniqueFd event(PerfEventOpen(&attr, ::getpid(), -1));
   if (!event.valid()) {
     int err = errno;
+    // With every capability fay asks for, a kernel that wants more for uprobes still leaves
+    // -c and -p, whose uprobes run in the process (docs/INPROCESS.md).
+    if (IsPrivilegeError(err) && MissingCapabilities(CurrentPrivileges()).empty())
+      return No("kernel uprobes: perf_event_open(uprobe) fails: " + ErrnoText(err) +
+                    " (this kernel wants more than CAP_PERFMON for them); in-process uprobes of "
+                    "-c and -p commands need none",
+                "for machine-wide uprobes, run as root", false);
     return No("uprobes: perf_event_open(uprobe) fails: " + ErrnoText(err),
-              IsPrivilegeError(err) ? kPrivilegeFix : "check `dmesg`", true);
+              IsPrivilegeError(err) ? PrivilegeFixText() : "check `dmesg`", true);
   }
   UniqueFd prog = LoadTrivial(BPF_PROG_TYPE_KPROBE);
   if (!prog.valid() || ::ioctl(event.get(), PERF_EVENT_IOC_SET_BPF, prog.get()) != 0) {
     int err = errno;
     return No("uprobes: probes are placed but BPF programs do not attach: " + ErrnoText(err),
-              kPrivilegeFix, true);
+              PrivilegeFixText(), true);
   }
   return Ok(pmu, true);
 }
@@ -195,7 +232,7 @@ DoctorCheck CheckSoftwareEvents() {
   if (!event.valid()) {
     int err = errno;
     return No("perf cpu-clock sampling (profile:, interval:): " + ErrnoText(err),
-              IsPrivilegeError(err) ? kPrivilegeFix : "use a kernel with CONFIG_PERF_EVENTS=y",
+              IsPrivilegeError(err) ? PrivilegeFixText() : "use a kernel with CONFIG_PERF_EVENTS=y",
               false);
   }
   return Ok("perf cpu-clock sampling (profile:, interval:)", false);
@@ -240,7 +277,7 @@ DoctorCheck CheckKprobes() {
   if (!event.valid()) {
     int err = errno;
     return No("kprobes: perf_event_open(kprobe " + std::string(func) + ") fails: " + ErrnoText(err),
-              IsPrivilegeError(err) ? kPrivilegeFix
+              IsPrivilegeError(err) ? PrivilegeFixText()
                                     : "none needed: fay uses tracepoints and uprobes instead",
               false);
   }
@@ -287,7 +324,7 @@ DoctorCheck CheckFentry() {
   }
   bool unprivileged = IsPrivilegeError(err) && ::geteuid() != 0;
   return No(text,
-            unprivileged ? kPrivilegeFix : "none needed: fay uses tracepoints and uprobes instead",
+            unprivileged ? PrivilegeFixText() : "none needed: fay uses tracepoints and uprobes instead",
             false);
 }
 
@@ -305,7 +342,7 @@ DoctorCheck CheckHardwareCounters() {
     return No(text + " (no hardware PMU exposed, as in most virtual machines)",
               "none needed: profile: samples on the software cpu-clock", false);
   }
-  return No(text, IsPrivilegeError(err) ? std::string(kPrivilegeFix) : "", false);
+  return No(text, IsPrivilegeError(err) ? PrivilegeFixText() : "", false);
 }
 
 }  // namespace
@@ -326,8 +363,10 @@ DoctorReport RunDoctor() {
   // libbpf would print its own warnings for every probe that is expected to fail.
   libbpf_print_fn_t old = libbpf_set_print(nullptr);
   DoctorReport r;
+  r.checks.push_back(CheckPrivileges());
   r.checks.push_back(CheckKernel());
   r.checks.push_back(CheckTracefs());
+  r.checks.push_back(CheckTracefsReadable());
   r.checks.push_back(CheckBpfTracepoint());
   r.checks.push_back(CheckMap(BPF_MAP_TYPE_RINGBUF, "ring buffer maps", 0, 0,
                               static_cast<uint32_t>(::getpagesize()) * 4,

@@ -117,4 +117,10 @@ struct GeneratedQuery {
 
 Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options);
 
+// Whether scope tracking attaches raw sched_process_fork/free (the task's pid by its BTF
+// offset) rather than their tracepoints (the pid from the trace record, by tracefs's offsets).
+inline bool RawScope(const CodegenOptions& o) {
+  return o.task_pid_offset >= 0;
+}
+
 }  // namespace fay::bpf

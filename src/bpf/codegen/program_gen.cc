@@ -392,6 +392,19 @@ void GenScopeStart(Gen& g) {
   GenBumpScopeGen(g);
 }
 
+// The raw tracepoint argument at `arg_off` is a task_struct pointer: its pid into kFpKey, read
+// with bpf_probe_read_kernel at the pid's BTF offset.
+void GenTaskPid(Gen& g, int16_t arg_off) {
+  Emitter& e = g.e;
+  e.Load(8, R3, R6, arg_off);
+  e.AluImm(BPF_ADD, R3, g.options.task_pid_offset);
+  e.Mov(R1, R10);
+  e.AluImm(BPF_ADD, R1, kFpKey);
+  e.MovImm(R2, 4);
+  e.Call(BPF_FUNC_probe_read_kernel);
+  e.JmpIfImm(BPF_JNE, R0, 0, g.exit_label);
+}
+
 // A traced task forked or made a thread: trace the new task too. Keys are task ids; a process's
 // key is its leader's, which is its tgid, the key the scope check looks up.
 void GenScopeFork(Gen& g) {
@@ -404,8 +417,13 @@ void GenScopeFork(Gen& g) {
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(1, R1, R0, 0);
   e.JmpIfImm(BPF_JNE, R1, kScopeActive, g.exit_label);
-  e.Load(4, R1, R6, static_cast<int16_t>(g.options.fork_child_off));
-  e.Store(4, R10, kFpKey, R1);
+  if (RawScope(g.options)) {
+    // Raw sched_process_fork(parent, child): the child task's pid, at its BTF offset.
+    GenTaskPid(g, 8);
+  } else {
+    e.Load(4, R1, R6, static_cast<int16_t>(g.options.fork_child_off));
+    e.Store(4, R10, kFpKey, R1);
+  }
   e.StoreImm(1, R10, kFpProbe, kScopeActive);
   e.LdMap(R1, kMapScope);
   e.Mov(R2, R10);
@@ -424,8 +442,12 @@ void GenScopeFork(Gen& g) {
 void GenScopeFree(Gen& g) {
   Emitter& e = g.e;
   e.Comment("a task was freed: forget its id");
-  e.Load(4, R1, R6, static_cast<int16_t>(g.options.free_pid_off));
-  e.Store(4, R10, kFpKey, R1);
+  if (RawScope(g.options)) {
+    GenTaskPid(g, 0);  // raw sched_process_free(task)
+  } else {
+    e.Load(4, R1, R6, static_cast<int16_t>(g.options.free_pid_off));
+    e.Store(4, R10, kFpKey, R1);
+  }
   e.LdMap(R1, kMapScope);
   e.Mov(R2, R10);
   e.AluImm(BPF_ADD, R2, kFpKey);
@@ -579,10 +601,11 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
 
   std::vector<Attachment> attachments = plan.attachments;
   if (options.scoped) {
-    attachments.push_back(
-        {AttachKind::kTracepoint, ProgRole::kScopeFork, -1, false, "sched", "sched_process_fork"});
-    attachments.push_back(
-        {AttachKind::kTracepoint, ProgRole::kScopeFree, -1, false, "sched", "sched_process_free"});
+    // Raw tracepoints where BTF gives the task's pid offset: no trace record is built, and no
+    // tracefs is read, which an unprivileged fay with capabilities cannot (tracefs is 0700).
+    const AttachKind scope = RawScope(options) ? AttachKind::kRawSyscalls : AttachKind::kTracepoint;
+    attachments.push_back({scope, ProgRole::kScopeFork, -1, false, "sched", "sched_process_fork"});
+    attachments.push_back({scope, ProgRole::kScopeFree, -1, false, "sched", "sched_process_free"});
     if (options.held_command)
       attachments.push_back({AttachKind::kRawSyscalls, ProgRole::kScopeStart, -1, false,
                              "raw_syscalls", "sys_enter"});

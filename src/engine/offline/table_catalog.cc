@@ -100,4 +100,24 @@ std::vector<std::string> SyscallTableCatalog::Nearest(const std::string& spec, s
   return out;
 }
 
+Expected<std::vector<ProbeInfo>> SyscallFallbackCatalog::Resolve(const std::string& spec) {
+  const bool syscall = Trim(spec).rfind("syscall:", 0) == 0;
+  if (!syscall || fallback_reason_.empty()) {
+    auto probes = live_.Resolve(spec);
+    // Not found and bad specs are answers; anything else (no permission, no tracefs) is tracefs
+    // failing, which the table makes up for.
+    if (probes.ok() || !syscall || probes.status().code() == Code::kNotFound ||
+        probes.status().code() == Code::kInvalidArgument)
+      return probes;
+    fallback_reason_ = probes.status().message();
+  }
+  return table_.Resolve(spec);
+}
+
+std::vector<std::string> SyscallFallbackCatalog::Nearest(const std::string& spec, size_t n) {
+  if (!fallback_reason_.empty() && Trim(spec).rfind("syscall:", 0) == 0)
+    return table_.Nearest(spec, n);
+  return live_.Nearest(spec, n);
+}
+
 }  // namespace fay

@@ -17,4 +17,20 @@ class SyscallTableCatalog : public ProbeCatalog {
   std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
 };
 
+// `live` (the system catalog), except that syscall probes come from the table once tracefs
+// cannot be read: an unprivileged fay given CAP_BPF and CAP_PERFMON runs syscall queries on raw
+// tracepoints, which need no tracefs. fallback_reason() says why the table is used.
+class SyscallFallbackCatalog : public ProbeCatalog {
+ public:
+  explicit SyscallFallbackCatalog(ProbeCatalog& live) : live_(live) {}
+  Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override;
+  std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
+  const std::string& fallback_reason() const { return fallback_reason_; }
+
+ private:
+  ProbeCatalog& live_;
+  SyscallTableCatalog table_;
+  std::string fallback_reason_;
+};
+
 }  // namespace fay
