@@ -36,7 +36,22 @@ Expected<uint64_t> ParseProbeDuration(std::string_view text) {
 }
 
 Expected<std::vector<ProbeInfo>> IntervalProvider::Resolve(std::string_view pattern) {
-  FAY_ASSIGN_OR_RETURN(uint64_t ns, ParseProbeDuration(pattern));
+  // bpftrace spells it interval:s:1, interval:ms:100, interval:hz:10: accepted too.
+  std::string spelled(pattern);
+  if (size_t colon = pattern.find(':'); colon != std::string_view::npos) {
+    std::string_view unit = pattern.substr(0, colon), n = pattern.substr(colon + 1);
+    if (unit == "hz") {
+      uint64_t hz = 0;
+      auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), hz);
+      if (ec != std::errc() || ptr != n.data() + n.size() || hz == 0 || hz > 1'000'000'000)
+        return Error(Code::kInvalidArgument,
+                     "bad rate '" + std::string(n) + "': expected e.g. interval:hz:10");
+      spelled = std::to_string(1'000'000'000 / hz) + "ns";
+    } else {
+      spelled = std::string(n) + std::string(unit);
+    }
+  }
+  FAY_ASSIGN_OR_RETURN(uint64_t ns, ParseProbeDuration(spelled));
   ProbeInfo p;
   p.name = "interval:" + std::string(pattern);
   p.kind = ProbeKind::kInterval;

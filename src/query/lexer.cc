@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <limits>
+#include <regex>
 
 #include "common/strings.h"
 #include "query/diagnostics.h"
@@ -35,6 +36,18 @@ int64_t UnitNs(std::string_view unit) {
   if (unit == "m") return 60LL * 1000 * 1000 * 1000;
   if (unit == "h") return 3600LL * 1000 * 1000 * 1000;
   return 0;
+}
+
+// What a bpftrace map assignment at the start of `s` reads as in fay: `@x[comm] = count()` is
+// `count() as x by comm`; empty when `s` is not one.
+std::string MapAssignmentAsStage(std::string_view s) {
+  static const std::regex kAssign(R"(^@(\w*)\s*(?:\[([^\]]*)\])?\s*=\s*(\w+)\(([^)]*)\))");
+  std::cmatch m;
+  if (!std::regex_search(s.data(), s.data() + s.size(), m, kAssign)) return "";
+  std::string stage = m[3].str() + "(" + m[4].str() + ")";
+  if (m[1].length() > 0) stage += " as " + m[1].str();
+  if (m[2].length() > 0) stage += " by " + m[2].str();
+  return stage;
 }
 
 std::string Printable(char c) {
@@ -123,17 +136,42 @@ Expected<std::vector<ProbeSpec>> Lexer::ScanSource() {
       while (word_end < text_.size() && !IsSpace(text_[word_end]) &&
              std::string_view(",|#").find(text_[word_end]) == std::string_view::npos)
         ++word_end;
-      return Fail(
-          pos_, word_end,
-          fmt::format("Unexpected '{}' after probe '{}'", text_.substr(pos_, word_end - pos_),
-                      text_.substr(first, last - first)),
-          "separate probes with ',' and stages with '|', e.g. syscall:read | count()");
+      const std::string probe = text_.substr(first, last - first);
+      return Fail(pos_, word_end,
+                  fmt::format("Unexpected '{}' after probe '{}'", text_.substr(pos_, word_end - pos_),
+                              probe),
+                  BpftraceHint(probe, pos_));
     }
     if (first == std::string::npos) first = pos_;
     last = ++pos_;
   }
   FAY_RETURN_IF_ERROR(finish(pos_, false));
   return specs;
+}
+
+// The hint for something after a probe: bpftrace's /filter/ and { action } have fay forms.
+std::string Lexer::BpftraceHint(const std::string& probe, size_t at) const {
+  const std::string_view rest = std::string_view(text_).substr(at);
+  if (!rest.empty() && rest[0] == '/') {
+    const size_t close = rest.find('/', 1);
+    if (close != std::string_view::npos)
+      return fmt::format("bpftrace's /filter/ is a where stage: {} | where {} | ...", probe,
+                         Trim(rest.substr(1, close - 1)));
+  }
+  if (!rest.empty() && rest[0] == '{') {
+    const size_t at_sign = rest.find('@');
+    const std::string stage =
+        at_sign == std::string_view::npos ? "" : MapAssignmentAsStage(rest.substr(at_sign));
+    // printf of each event is a select, which prints every event's fields.
+    const bool prints = stage.empty() && rest.find("printf") != std::string_view::npos;
+    return fmt::format("a bpftrace action block is a stage after '|': {} | {}", probe,
+                       !stage.empty() ? stage : prints ? "select comm, pid" : "count() by comm");
+  }
+  if (!probe.empty() && probe[0] == '@') {
+    const std::string stage = MapAssignmentAsStage(std::string_view(text_).substr(0));
+    if (!stage.empty()) return "fay has no @maps: the aggregate is a stage after the probes: PROBE | " + stage;
+  }
+  return "separate probes with ',' and stages with '|', e.g. syscall:read | count()";
 }
 
 void Lexer::SkipSpaceAndComments() {
@@ -179,7 +217,23 @@ Expected<Token> Lexer::Next() {
         break;
       }
     }
+    if (two == "->") {
+      // C's and bpftrace's args->filename.
+      size_t l = begin, r = begin + 2;
+      while (l > 0 && IsIdentChar(text_[l - 1])) --l;
+      while (r < text_.size() && IsIdentChar(text_[r])) ++r;
+      const std::string left = text_.substr(l, begin - l), right = text_.substr(begin + 2, r - begin - 2);
+      return Fail(begin, begin + 2, "Unexpected '->'",
+                  fmt::format("fay reaches a field with '.': {}.{}", left.empty() ? "args" : left,
+                              right.empty() ? "filename" : right));
+    }
     if (!matched) {
+      if (c == '@') {
+        const std::string stage = MapAssignmentAsStage(std::string_view(text_).substr(begin));
+        return Fail(begin, begin + 1, "Unexpected character '@'",
+                    stage.empty() ? "fay has no @maps: aggregate with a stage, e.g. | count() by comm"
+                                  : "fay has no @maps: the aggregate is a stage: " + stage);
+      }
       if (c == '=') return Fail(begin, begin + 1, "Unexpected '='", "compare with '=='");
       if (c == '\'') return Fail(begin, begin + 1, "Unexpected '''", "strings use double quotes");
       if (kOneCharOps.find(c) == std::string_view::npos)

@@ -33,6 +33,7 @@ class Lexer {
   void SkipSpaceAndComments();
   Expected<Token> LexNumber(size_t begin);
   Expected<Token> LexString(size_t begin);
+  std::string BpftraceHint(const std::string& probe, size_t at) const;
   Status Fail(size_t begin, size_t end, const std::string& message,
               const std::string& hint = "") const;
 

@@ -119,7 +119,9 @@ TEST(Lexer, Errors) {
             "HINT: strings take \\\" \\\\ \\n and \\t");
   EXPECT_EQ(LexError("pid = 3"),
             "query:1:5: ERROR: Unexpected '='\npid = 3\n    ~\nHINT: compare with '=='");
-  EXPECT_EQ(LexError("a @ b"), "query:1:3: ERROR: Unexpected character '@'\na @ b\n  ~");
+  EXPECT_EQ(LexError("a @ b"),
+            "query:1:3: ERROR: Unexpected character '@'\na @ b\n  ~\n"
+            "HINT: fay has no @maps: aggregate with a stage, e.g. | count() by comm");
   EXPECT_EQ(LexError("10x"),
             "query:1:3: ERROR: Unknown suffix 'x' on a number\n10x\n  ~\n"
             "HINT: durations take ns, us, ms, s, m or h, e.g. 100ms");
@@ -129,6 +131,35 @@ TEST(Lexer, Errors) {
   EXPECT_EQ(LexError("1.5ns"),
             "query:1:1-5: ERROR: Duration is not a whole number of nanoseconds\n1.5ns\n~~~~~");
   EXPECT_EQ(LexError("0xg"), "query:1:1-3: ERROR: Invalid hex literal '0xg'\n0xg\n~~~");
+}
+
+// A bpftrace habit gets its fay form in the hint, one case per habit.
+TEST(Lexer, BpftraceHabitsGetTheirFayForm) {
+  auto scan = [](const std::string& q) {
+    Lexer lex(q);
+    auto s = lex.ScanSource();
+    return s.ok() ? std::string("no error") : s.status().message();
+  };
+  auto hint = [](const std::string& message) {
+    size_t at = message.find("HINT: ");
+    return at == std::string::npos ? std::string() : message.substr(at + 6);
+  };
+  // args->field
+  EXPECT_EQ(hint(LexError("count() by args->filename")), "fay reaches a field with '.': args.filename");
+  // /predicate/
+  EXPECT_EQ(hint(scan("syscall:openat /pid == 1/ | count()")),
+            "bpftrace's /filter/ is a where stage: syscall:openat | where pid == 1 | ...");
+  // an action block with a map
+  EXPECT_EQ(hint(scan("tracepoint:syscalls:sys_enter_openat { @[comm] = count(); }")),
+            "a bpftrace action block is a stage after '|': "
+            "tracepoint:syscalls:sys_enter_openat | count() by comm");
+  EXPECT_EQ(hint(scan("syscall:read { printf(\"%d\\n\", pid); }")),
+            "a bpftrace action block is a stage after '|': syscall:read | select comm, pid");
+  // @x[k] = agg() as a whole query, and as a stage
+  EXPECT_EQ(hint(scan("@x[comm] = count()")),
+            "fay has no @maps: the aggregate is a stage after the probes: PROBE | count() as x by comm");
+  EXPECT_EQ(hint(LexError("@c[comm, pid] = hist(latency)")),
+            "fay has no @maps: the aggregate is a stage: hist(latency) as c by comm, pid");
 }
 
 TEST(Lexer, ScanSourceSplitsOnCommasUpToThePipe) {
