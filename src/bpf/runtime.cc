@@ -215,6 +215,8 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
         const ProbeInfo& p = plan_.probes[a.probe_index];
         if (p.kind == ProbeKind::kProfile)
           link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, p.hz, 0);
+        else if (p.kind == ProbeKind::kSoftware)
+          link = AttachPerfSoftware(prog, p.perf_config, 0, p.period_events);
         else
           link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, 0, p.period_ns, 0);
         break;

@@ -3,6 +3,7 @@
 #include "common/strings.h"
 #include "probes/interval_provider.h"
 #include "probes/profile_provider.h"
+#include "probes/software_provider.h"
 #include "probes/syscall_provider.h"
 #include "probes/tracepoint_provider.h"
 #include "probes/uprobe_provider.h"
@@ -24,6 +25,7 @@ SystemCatalog::SystemCatalog(std::string tracefs_root) {
   providers_.push_back(std::make_unique<UprobeProvider>(ProbeKind::kUretprobe));
   providers_.push_back(std::make_unique<IntervalProvider>());
   providers_.push_back(std::make_unique<ProfileProvider>());
+  providers_.push_back(std::make_unique<SoftwareProvider>());
 }
 
 SystemCatalog::~SystemCatalog() = default;

@@ -52,6 +52,10 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
       const ProbeInfo& p = plan.probes[a.probe_index];
       if (p.kind == ProbeKind::kProfile)
         return fmt::format("perf cpu-clock at {} Hz on every CPU ({})", p.hz, role);
+      if (p.kind == ProbeKind::kSoftware)
+        return fmt::format("perf software event {} every {} event{} on every CPU ({})",
+                           p.name.substr(9), p.period_events, p.period_events > 1 ? "s" : "",
+                           role);
       return fmt::format("perf cpu-clock every {} ns on CPU 0 ({})", p.period_ns, role);
     }
   }

@@ -215,6 +215,7 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
         break;
       case ProbeKind::kInterval:
       case ProbeKind::kProfile:
+      case ProbeKind::kSoftware:
         plan.attachments.push_back(
             {AttachKind::kPerfSoftware, ProgRole::kMain, idx, false, "", ""});
         break;

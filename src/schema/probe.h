@@ -10,7 +10,7 @@
 
 namespace fay {
 
-enum class ProbeKind { kSyscall, kTracepoint, kUprobe, kUretprobe, kInterval, kProfile };
+enum class ProbeKind { kSyscall, kTracepoint, kUprobe, kUretprobe, kInterval, kProfile, kSoftware };
 
 struct ProbeInfo {
   std::string name;  // canonical: "syscall:openat", "tracepoint:sched:sched_switch",
@@ -34,6 +34,8 @@ struct ProbeInfo {
 
   uint64_t period_ns = 0;  // kInterval
   uint64_t hz = 0;         // kProfile
+  uint64_t perf_config = 0;    // kSoftware: PERF_COUNT_SW_*
+  uint64_t period_events = 1;  // kSoftware: every Nth event
 
   // Common fields first, then the probe's own. For kSyscall: args.NAME..., ret, errno, latency.
   std::vector<Field> fields;
