@@ -216,8 +216,9 @@ int RunAgent(const AgentOptions& o) {
   std::thread standing_thread;
   if (standing) standing_thread = std::thread([&] { standing->Run(g_stop); });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (standing_thread.joinable()) standing_thread.join();
+  // No scrape may render a standing query's metrics once its engine (and plan) is gone.
   metrics_server.reset();
+  if (standing_thread.joinable()) standing_thread.join();
   // Running queries see g_stop and end (their probes detached); then the server goes.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   return 0;

@@ -16,6 +16,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <map>
 #include <thread>
 
@@ -26,6 +28,7 @@
 #include "inproc/helpers.h"
 #include "inproc/interpreter.h"
 #include "inproc/patchability.h"
+#include "inproc/start_files.h"
 
 namespace fay::inproc {
 namespace {
@@ -159,9 +162,26 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
   auto host = std::make_unique<InprocHost>(plan);
   host->library_ = library;
   host->in_process_.assign(n, false);
+  // The files mapped from the start: a library outside them would be loaded later with
+  // dlopen, which the runtime does not follow. Unknown (the loader could not list them): all.
+  std::optional<std::set<FileId>> at_start;
+  if (auto files = options.pid ? FilesMapped(options.pid) : FilesAtStart(exe); files.ok())
+    at_start = std::move(files).value();
   for (size_t i = 0; i < n; ++i) {
     const ProbeInfo& p = plan.probes[i];
     if (!IsUprobe(p)) continue;
+    if (auto id = IdOf(p.path);
+        at_start && id.ok() && !at_start->count(*id) && (options.pid || !IsProgram(p.path))) {
+      const std::string why = fmt::format(
+          "{} is not mapped {}: a library loaded later with dlopen, which in-process probes do "
+          "not follow",
+          p.path,
+          options.pid ? fmt::format("in process {}", options.pid)
+                      : "when " + options.command_exe + " starts");
+      if (strict) return Error(Code::kUnsupported, fmt::format("--uprobes inprocess: {}: {}", p.name, why));
+      notes->push_back(fmt::format("{}: on the kernel's path: {}", p.name, why));
+      continue;
+    }
     auto ok = CheckPatchable(p.path, p.file_offset, p.symbol_size, p.symbol_address);
     if (!ok.ok()) {
       if (strict)

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -31,7 +32,9 @@ constexpr size_t Align8(size_t n) {
 }
 
 constinit thread_local Table* t_table = nullptr;
-pthread_key_t g_key;
+// glibc keeps a thread's first 32 keys in the thread itself; past them it callocs a block.
+constexpr pthread_key_t kInlineKeys = 32;
+pthread_key_t g_key = PTHREAD_KEYS_MAX;
 pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
 
 size_t TableBytes(size_t record) {
@@ -40,18 +43,31 @@ size_t TableBytes(size_t record) {
 
 Table* Get(uint32_t key_size, uint32_t value_size) {
   const size_t record = sizeof(Header) + Align8(key_size) + Align8(value_size);
-  if (t_table) return t_table->record == record ? t_table : nullptr;
+  if (t_table && t_table->record == record) return t_table;
   pthread_once(&g_key_once, [] {
-    pthread_key_create(&g_key, [](void* p) {
-      munmap(p, TableBytes(static_cast<Table*>(p)->record));
-    });
+    if (pthread_key_create(&g_key, [](void* p) {
+          // Probes may still run in this thread after its key destructors (free() in glibc's
+          // thread teardown): they find no table, and map a new one if they need it.
+          t_table = nullptr;
+          munmap(p, TableBytes(static_cast<Table*>(p)->record));
+        }) != 0)
+      g_key = PTHREAD_KEYS_MAX;
   });
+  if (t_table) {
+    // Another session's map (a second -p attach with another entry size): its calls are gone.
+    if (g_key < kInlineKeys) pthread_setspecific(g_key, nullptr);
+    Table* old = t_table;
+    t_table = nullptr;
+    munmap(old, TableBytes(old->record));
+  }
   void* p = mmap(nullptr, TableBytes(record), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   t_table = static_cast<Table*>(p);
   t_table->record = record;
-  pthread_setspecific(g_key, p);
+  // Past the first 32 keys glibc allocates a thread's key block with calloc, which a probe
+  // running inside malloc must not call: the table is then never unmapped (a leak per thread).
+  if (g_key < kInlineKeys) pthread_setspecific(g_key, p);
   return t_table;
 }
 

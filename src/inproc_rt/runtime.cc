@@ -7,9 +7,7 @@
 //
 // It never fails the program: whatever it cannot do it counts in the region and leaves
 // undone, and the process runs as it would have.
-#include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -21,7 +19,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,9 +48,8 @@ struct Site {
 struct Runtime {
   RegionHeader* header = nullptr;
   const RegionPatch* patch_table = nullptr;
-  std::vector<uint32_t> pending;  // patches of files not mapped yet: patched after a dlopen
+  std::vector<uint32_t> pending;  // patches of files this process has not mapped
   std::set<uint64_t> patched_at;  // addresses patched (or refused) in this process
-  std::mutex late_mu;             // PatchMapped after a dlopen, from any thread
   std::map<int, ShmMap> maps;  // by fay's map slot
   std::vector<Interpreter> programs;
   std::vector<std::unique_ptr<Site>> sites;
@@ -241,9 +237,8 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, const char* file, uint64_t off) {
   return found;
 }
 
-// Patches the pending functions this process now maps, each address once, and keeps the rest
-// pending. Called by Start (the process's one thread, or every other thread stopped by fay) and
-// after each dlopen, under the runtime's lock.
+// Patches the pending functions this process maps, each address once, and keeps the rest
+// pending. Called by Start: the process's one thread, or every other thread stopped by fay.
 void PatchMapped(Runtime* rt) {
   RegionHeader* h = rt->header;
   const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
@@ -284,45 +279,6 @@ void PatchMapped(Runtime* rt) {
     rt->patches.push_back(std::move(patch).value());
     h->patched.fetch_add(1, std::memory_order_relaxed);
   }
-}
-
-// dlopen's return: a library may have brought pending functions in. They are patched while
-// the process's other threads run, before the caller gets the handle: the one way another
-// thread could be inside them already is a constructor of the library that started a thread
-// calling them, and their calls during the library's own constructors are not seen.
-void OnDlopenReturn(void* context, uint64_t handle, uint64_t /*entry_ns*/, uint64_t /*sp*/) {
-  auto* rt = static_cast<Runtime*>(context);
-  if (handle == 0 || t_in_probe) return;
-  t_in_probe = true;
-  {
-    std::lock_guard<std::mutex> lock(rt->late_mu);
-    if (!rt->pending.empty() && !rt->header->stop.load(std::memory_order_relaxed))
-      PatchMapped(rt);
-  }
-  t_in_probe = false;
-}
-
-void WatchDlopen(Runtime* rt) {
-  void* fn = dlsym(RTLD_DEFAULT, "dlopen");
-  Dl_info info;
-  void* entry = nullptr;  // the symbol's ElfW(Sym), for its size
-  if (!fn || !dladdr1(fn, &info, &entry, RTLD_DL_SYMENT) || !entry) return;
-  const auto* sym = static_cast<const ElfW(Sym)*>(entry);
-  const uint64_t at = reinterpret_cast<uint64_t>(fn);
-  // A query probing dlopen itself owns that patch; libraries loaded later then stay unpatched.
-  if (rt->patched_at.count(at)) {
-    NoteRefusal(rt->header, "dlopen is probed: functions of libraries loaded later are not patched");
-    return;
-  }
-  auto patch = EntryPatch::InstallReturn(at, sym->st_size, nullptr, &OnDlopenReturn, rt,
-                                         /*entry_time=*/false);
-  if (!patch.ok()) {
-    NoteRefusal(rt->header, "dlopen: " + patch.status().message() +
-                                ": functions of libraries loaded later are not patched");
-    return;
-  }
-  rt->patched_at.insert(at);
-  rt->patches.push_back(std::move(patch).value());
 }
 
 // `spec`: "FD,PID" as kRegionEnv holds it.
@@ -367,10 +323,9 @@ void Start(const char* spec) {
   SetTscClock(&h->clock);
   rt->patch_table = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
   for (uint32_t i = 0; i < h->patch_count; ++i) rt->pending.push_back(i);
+  // Libraries a process loads later with dlopen are not followed: fay keeps probes on them on
+  // the kernel's path (host.cc), so that none is missed here.
   PatchMapped(rt.get());
-  // Functions of a library the process loads later (a plugin, a Python extension module) are
-  // patched when dlopen returns, by a return probe of the runtime's own on dlopen.
-  if (!rt->pending.empty()) WatchDlopen(rt.get());
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,
   // until exit, so nothing of it is ever freed.
   (void)rt.release();

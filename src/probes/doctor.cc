@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -107,7 +108,8 @@ DoctorCheck CheckPrivileges() {
 DoctorCheck CheckTracefsReadable() {
   auto root = FindTracefs();
   if (!root) return Ok("tracefs: not mounted, nothing to read", false);
-  if (::access((*root + "/events").c_str(), R_OK | X_OK) == 0)
+  // The effective ids and capabilities (cap_dac_read_search), not access()'s real uid.
+  if (::faccessat(AT_FDCWD, (*root + "/events").c_str(), R_OK | X_OK, AT_EACCESS) == 0)
     return Ok("tracefs readable: tracepoint: probes and tracefs formats for syscall: ones", false);
   return No("tracefs at " + *root + " is root's alone: syscall: probes use fay's table instead; "
             "tracepoint: probes cannot be resolved",

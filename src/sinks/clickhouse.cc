@@ -351,19 +351,25 @@ void ClickHouseSink::Loop() {
     Status st = Post(body);
     lk.lock();
     busy_ = false;
+    // Finish may have emptied the queue meanwhile, leaving this window to this attempt.
+    const bool queued = !pending_.empty() && pending_.front() == body;
     if (st.ok()) {
-      if (!pending_.empty() && pending_.front() == body) pending_.pop_front();
+      if (queued) pending_.pop_front();
       ++written_;
       backoff = std::chrono::milliseconds(200);
     } else if (st.code() == Code::kInvalidArgument) {
       // ClickHouse answered with an error: sending it again would get the same one.
-      if (!pending_.empty() && pending_.front() == body) pending_.pop_front();
+      if (queued) pending_.pop_front();
       ++failures_;
       last_error_ = st.message();
     } else {
       // Down or slow: kept, tried again later (the bound above drops the oldest meanwhile).
       last_error_ = st.message();
-      if (stop_) return;
+      if (stop_) {
+        if (queued) pending_.pop_front();
+        ++dropped_;
+        return;
+      }
       cv_.wait_for(lk, backoff, [&] { return stop_; });
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
@@ -376,8 +382,10 @@ std::string ClickHouseSink::Finish(double seconds) {
     std::unique_lock lk(mu_);
     cv_.wait_for(lk, std::chrono::duration<double>(seconds),
                  [&] { return pending_.empty() && !busy_; });
-    dropped_ += pending_.size();
-    pending_.clear();
+    // The window being sent is left to its attempt, which counts it either way.
+    const size_t in_flight = busy_ && !pending_.empty() ? 1 : 0;
+    dropped_ += pending_.size() - in_flight;
+    pending_.erase(pending_.begin() + static_cast<long>(in_flight), pending_.end());
     stop_ = true;
   }
   cv_.notify_all();

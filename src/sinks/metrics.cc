@@ -48,11 +48,13 @@ std::string Labels(const std::vector<std::string>& names, const std::vector<std:
   return out.empty() ? "" : "{" + out + "}";
 }
 
-std::string HelpText(std::string_view s) {
+// HELP text escaped: backslash and newline in both formats, and double quotes in OpenMetrics.
+std::string HelpText(std::string_view s, bool om) {
   std::string out;
   for (char c : s) {
     if (c == '\\') out += "\\\\";
     else if (c == '\n') out += "\\n";
+    else if (c == '"' && om) out += "\\\"";
     else out += c;
   }
   return out;
@@ -150,7 +152,7 @@ void MetricsRegistry::RenderQuery(const Query& q, bool om, std::string* out) con
     // family (NAME), whose sample is NAME_total.
     const std::string family = kind == Kind::kCounter && !om ? m + "_total" : m;
     *out += fmt::format("# HELP {} {} of standing query {}: {}\n", family, item.name, q.name,
-                        HelpText(q.text));
+                        HelpText(q.text, om));
     *out += fmt::format("# TYPE {} {}\n", family, kType[static_cast<int>(kind)]);
     for (const auto& [values, states] : q.series) {
       const AggState& st = states[a];
