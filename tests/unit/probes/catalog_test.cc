@@ -11,7 +11,7 @@ TEST(SystemCatalog, RoutesEveryProvider) {
   SystemCatalog catalog;
   EXPECT_EQ(catalog.ProviderNames(),
             (std::vector<std::string>{"syscall", "tracepoint", "uprobe", "uretprobe", "interval",
-                                      "profile"}));
+                                      "profile", "software"}));
   auto sys = catalog.Resolve("  syscall:getppid ");
   ASSERT_TRUE(sys.ok()) << sys.status().message();
   EXPECT_EQ((*sys)[0].name, "syscall:getppid");
@@ -87,7 +87,7 @@ TEST(SystemCatalog, UnknownProvider) {
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
   EXPECT_EQ(bad.status().message(),
             "unknown probe provider 'sycall' in 'sycall:openat'; providers: syscall, tracepoint, "
-            "uprobe, uretprobe, interval, profile");
+            "uprobe, uretprobe, interval, profile, software");
   EXPECT_EQ(catalog.Nearest("sycall:openat", 3), (std::vector<std::string>{"syscall:openat"}));
   auto bare = catalog.Resolve("openat");
   EXPECT_EQ(bare.status().code(), Code::kNotFound);
@@ -117,6 +117,32 @@ TEST(SystemCatalog, ListIsCheapAndSorted) {
   ASSERT_TRUE(sched.ok());
   EXPECT_EQ(*sched, (std::vector<std::string>{"tracepoint:sched:sched_process_fork",
                                               "tracepoint:sched:sched_process_free"}));
+}
+
+}  // namespace
+}  // namespace fay
+
+namespace fay {
+namespace {
+
+TEST(SoftwareProvider, PerfNamesAliasesAndPeriods) {
+  SystemCatalog catalog;
+  auto pf = catalog.Resolve("software:faults");
+  ASSERT_TRUE(pf.ok()) << pf.status().message();
+  EXPECT_EQ((*pf)[0].name, "software:page-faults");
+  EXPECT_EQ((*pf)[0].kind, ProbeKind::kSoftware);
+  EXPECT_EQ((*pf)[0].period_events, 1u);
+  ASSERT_NE((*pf)[0].FindField("addr"), nullptr);
+  ASSERT_NE((*pf)[0].FindField("ustack"), nullptr);
+  auto cs = catalog.Resolve("software:cs:100");
+  ASSERT_TRUE(cs.ok()) << cs.status().message();
+  EXPECT_EQ((*cs)[0].name, "software:context-switches:100");
+  EXPECT_EQ((*cs)[0].period_events, 100u);
+  EXPECT_EQ((*cs)[0].FindField("addr"), nullptr);  // not a fault
+  auto bad = catalog.Resolve("software:page-fault");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("there are page-faults, minor-faults"), std::string::npos);
+  EXPECT_FALSE(catalog.Resolve("software:cs:0").ok());
 }
 
 }  // namespace
