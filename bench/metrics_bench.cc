@@ -24,7 +24,8 @@ namespace {
 double CpuSeconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 }  // namespace
@@ -34,8 +35,9 @@ int main(int argc, char** argv) {
   const int labels = argc > 1 ? std::atoi(argv[1]) : 1000;
   const int scrapes = argc > 2 ? std::atoi(argv[2]) : 50;
   SystemCatalog catalog;
-  auto plan = CompileQuery("syscall:getppid | count() as n, hist(latency) as lat by pid | every 10s",
-                           catalog, PlanOptions{});
+  auto plan =
+      CompileQuery("syscall:getppid | count() as n, hist(latency) as lat by pid | every 10s",
+                   catalog, PlanOptions{});
   if (!plan.ok()) {
     std::fprintf(stderr, "metrics_bench: %s\n", plan.status().message().c_str());
     return 1;
@@ -72,7 +74,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < scrapes; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     auto res = cli.Get("/metrics", om);
-    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    wall.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (!res || res->status != 200) {
       std::fprintf(stderr, "metrics_bench: scrape failed\n");
       return 1;
@@ -83,9 +86,10 @@ int main(int argc, char** argv) {
   const double scrape_cpu_ms = (CpuSeconds() - c0) / scrapes * 1e3;
   std::sort(wall.begin(), wall.end());
   const double pct = (scrape_cpu_ms / 15000 + update_ms / 10000) * 100;
-  std::fprintf(stderr,
-               "metrics: %d label sets, scrape median %.2f ms max %.2f ms, %zu bytes, cpu %.2f ms "
-               "a scrape, %.2f ms a window: %.3f%% of a CPU at a 15 s scrape interval, 10 s windows\n",
-               labels, wall[wall.size() / 2], wall.back(), bytes, scrape_cpu_ms, update_ms, pct);
+  std::fprintf(
+      stderr,
+      "metrics: %d label sets, scrape median %.2f ms max %.2f ms, %zu bytes, cpu %.2f ms "
+      "a scrape, %.2f ms a window: %.3f%% of a CPU at a 15 s scrape interval, 10 s windows\n",
+      labels, wall[wall.size() / 2], wall.back(), bytes, scrape_cpu_ms, update_ms, pct);
   return 0;
 }

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "common/privileges.h"
 #include "bpf/map.h"
+#include "common/privileges.h"
 
 namespace fay::bpf {
 

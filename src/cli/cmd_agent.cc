@@ -3,10 +3,10 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
-#include "version.h"
 #include "cli/commands.h"
 #include "cluster/agent.h"
 #include "cluster/coordinator.h"
+#include "version.h"
 
 namespace fay::cli {
 namespace {
@@ -25,16 +25,18 @@ Runner RegisterAgent(CLI::App& app) {
   auto* cmd = app.add_subcommand("agent", "Serve cluster queries on this host (docs/CLUSTER.md)");
   cmd->add_option("--listen", o->listen, "ADDR:PORT to listen on, and only there")->required();
   cmd->add_option("--name", o->name, "this host's label in answers (default: the hostname)");
-  cmd->add_option("--standing", o->standing_file,
-                  "standing queries to run from the start, one `NAME = QUERY` a line (docs/SINKS.md)");
+  cmd->add_option(
+      "--standing", o->standing_file,
+      "standing queries to run from the start, one `NAME = QUERY` a line (docs/SINKS.md)");
   cmd->add_option("--metrics", o->metrics_listen,
                   "ADDR:PORT to serve the standing queries at /metrics for Prometheus");
   cmd->add_option("--sink", o->sink,
                   "also write each standing query's windows to clickhouse://HOST[:PORT]/DB.TABLE "
                   "(table TABLE_NAME per query)");
   cmd->add_flag("--sink-create", o->sink_create, "with --sink: create the tables and views");
-  cmd->add_option("--metrics-max-series", o->metrics_max_series,
-                  "label sets each standing query keeps (default 10000); more are dropped, counted");
+  cmd->add_option(
+      "--metrics-max-series", o->metrics_max_series,
+      "label sets each standing query keeps (default 10000); more are dropped, counted");
   AddTlsFlags(cmd, &o->tls);
   cmd->add_option("--max-queries", o->limits.max_queries, "queries running at once (default 4)");
   cmd->add_option("--max-probes", o->limits.max_probes, "probes one query may attach (1024)");

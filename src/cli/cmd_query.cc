@@ -19,17 +19,17 @@
 #include "cli/commands.h"
 #include "cluster/coordinator.h"
 #include "common/child_process.h"
-#include "engine/offline/trace_catalog.h"
-#include "engine/offline/trace_query.h"
 #include "common/privileges.h"
 #include "engine/offline/table_catalog.h"
+#include "engine/offline/trace_catalog.h"
+#include "engine/offline/trace_query.h"
 #include "engine/output/sink.h"
-#include "sinks/clickhouse.h"
 #include "inproc/host.h"
 #include "probes/catalog.h"
 #include "probes/elf_symbols.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
+#include "sinks/clickhouse.h"
 #include "trace/reader.h"
 
 namespace fay::cli {
@@ -60,10 +60,12 @@ struct QueryOptions {
 };
 
 // The ClickHouse sink of --sink, started (schema created, server checked) before any probe.
-Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& opt, const Plan& plan) {
+Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& opt,
+                                                           const Plan& plan) {
   if (opt.sink.empty()) {
     if (opt.sink_create)
-      return Error(Code::kInvalidArgument, "--sink-create needs --sink clickhouse://HOST:PORT/DB.TABLE");
+      return Error(Code::kInvalidArgument,
+                   "--sink-create needs --sink clickhouse://HOST:PORT/DB.TABLE");
     return std::unique_ptr<sinks::ClickHouseSink>();
   }
   char host[256] = {};

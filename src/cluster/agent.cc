@@ -18,11 +18,11 @@
 #include "cluster/live_engine.h"
 #include "cluster/node.h"
 #include "cluster/standing.h"
-#include "sinks/metrics_server.h"
 #include "fay_cluster.grpc.pb.h"
 #include "probes/catalog.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
+#include "sinks/metrics_server.h"
 
 namespace fay::cluster {
 namespace {

@@ -23,9 +23,10 @@ int NumCpus() {
 }  // namespace
 
 Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
-                                                   const std::string& name,
-                                                   const std::string& address, uint32_t want_keys,
-                                                   const AgentLimits& lim) {
+                                                        const std::string& name,
+                                                        const std::string& address,
+                                                        uint32_t want_keys,
+                                                        const AgentLimits& lim) {
   auto e = std::unique_ptr<LiveEngine>(new LiveEngine());
   e->name_ = name;
   e->address_ = address;
@@ -71,7 +72,6 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   return e;
 }
 
-
 pb::WindowState LiveEngine::TakeWindow(uint64_t index, bool last) {
   pb::WindowState out;
   out.set_version(kProtocolVersion);
@@ -101,7 +101,6 @@ pb::WindowState LiveEngine::TakeWindow(uint64_t index, bool last) {
   return out;
 }
 
-
 Expected<ResultSet> LiveEngine::TakeRows() {
   if (!selected_) return ResultSet{};
   FAY_ASSIGN_OR_RETURN(ResultSet rs, live_->ReadWindow(RealtimeNs()));
@@ -114,6 +113,5 @@ Expected<ResultSet> LiveEngine::TakeRows() {
 LiveEngine::~LiveEngine() {
   if (live_) live_->Detach();
 }
-
 
 }  // namespace fay::cluster

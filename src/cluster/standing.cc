@@ -26,8 +26,9 @@ std::string Trim(const std::string& s) {
 
 bool ValidName(const std::string& n) {
   if (n.empty() || !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) return false;
-  return std::all_of(n.begin(), n.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 }  // namespace
@@ -50,12 +51,12 @@ Expected<std::vector<StandingQuery>> ReadStandingFile(const std::string& path) {
                                path, line_no));
     for (const StandingQuery& q : out)
       if (q.name == name)
-        return Error(Code::kInvalidArgument,
-                     fmt::format("{}:{}: {} is already the name of line {}", path, line_no, name,
-                                 q.line));
+        return Error(Code::kInvalidArgument, fmt::format("{}:{}: {} is already the name of line {}",
+                                                         path, line_no, name, q.line));
     std::string text = Trim(t.substr(eq + 1));
     if (text.empty())
-      return Error(Code::kInvalidArgument, fmt::format("{}:{}: {} has no query", path, line_no, name));
+      return Error(Code::kInvalidArgument,
+                   fmt::format("{}:{}: {} has no query", path, line_no, name));
     out.push_back({name, text, line_no});
   }
   if (out.empty())
@@ -86,12 +87,13 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
     const uint64_t per_key = static_cast<uint64_t>(plan->key_size) +
                              static_cast<uint64_t>(plan->value_size) *
                                  static_cast<uint64_t>(std::max(1, libbpf_num_possible_cpus()));
-    const uint32_t keys = static_cast<uint32_t>(
-        std::min<uint64_t>(o.limits.max_keys, o.limits.max_map_bytes / std::max<uint64_t>(per_key, 1)));
+    const uint32_t keys = static_cast<uint32_t>(std::min<uint64_t>(
+        o.limits.max_keys, o.limits.max_map_bytes / std::max<uint64_t>(per_key, 1)));
     if (keys < 16)
-      return where(Error(Code::kInvalidArgument,
-                         fmt::format("its map would hold {} keys in --max-map-memory {} MiB; raise it",
-                                     keys, o.limits.max_map_bytes >> 20)));
+      return where(
+          Error(Code::kInvalidArgument,
+                fmt::format("its map would hold {} keys in --max-map-memory {} MiB; raise it", keys,
+                            o.limits.max_map_bytes >> 20)));
     auto engine = LiveEngine::Start(q.text, o.name, o.listen, keys, o.limits);
     if (!engine.ok()) return where(engine.status());
     if ((*engine)->host_key() >= 0)

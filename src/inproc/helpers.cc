@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "common/clock.h"
@@ -59,7 +59,7 @@ const TscClock* g_clock = nullptr;
 // variables still holds its parent's.
 const ThreadIds& Ids() {
   if (t_ids.generation == thread_state::g_fork_generation.load(std::memory_order_relaxed))
-    [[likely]]
+      [[likely]]
     return t_ids;
   return thread_state::Refresh();
 }
@@ -147,8 +147,8 @@ Helpers RuntimeHelpers() {
     const void* key = reinterpret_cast<const void*>(a[1]);
     const void* value = reinterpret_cast<const void*>(a[2]);
     if (Mine(m, key))
-      return static_cast<uint64_t>(ThreadEntries::Update(m, key, value, a[3], m->shape().key_size,
-                                                         m->shape().value_size));
+      return static_cast<uint64_t>(
+          ThreadEntries::Update(m, key, value, a[3], m->shape().key_size, m->shape().value_size));
     return static_cast<uint64_t>(m->Update(key, value, a[3], t_slot));
   };
   f[BPF_FUNC_map_delete_elem] = [](void*, const uint64_t a[5]) {

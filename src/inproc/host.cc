@@ -16,9 +16,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
-#include <map>
 #include <thread>
 
 #include "bpf/codegen/codegen.h"
@@ -178,7 +178,8 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
           p.path,
           options.pid ? fmt::format("in process {}", options.pid)
                       : "when " + options.command_exe + " starts");
-      if (strict) return Error(Code::kUnsupported, fmt::format("--uprobes inprocess: {}: {}", p.name, why));
+      if (strict)
+        return Error(Code::kUnsupported, fmt::format("--uprobes inprocess: {}: {}", p.name, why));
       notes->push_back(fmt::format("{}: on the kernel's path: {}", p.name, why));
       continue;
     }

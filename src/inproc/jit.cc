@@ -390,7 +390,8 @@ Expected<std::unique_ptr<JitCode>> JitCode::Translate(const std::vector<bpf_insn
         if (op == BPF_CALL) {
           if (i.src_reg != 0 || i.imm == kLoop) return no(pc, "a call of bytecode");
           ArrayLayout array;
-          if (i.imm == BPF_FUNC_map_lookup_elem && helpers.array_layout && helpers.slot_tls_offset &&
+          if (i.imm == BPF_FUNC_map_lookup_elem && helpers.array_layout &&
+              helpers.slot_tls_offset &&
               InlinableArray(insns, imm64, targets, pc, helpers, &array)) {
             EmitArrayLookup(a, array, helpers.slot_tls_offset);
             break;

@@ -82,7 +82,8 @@ Expected<std::set<FileId>> FilesAtStart(const std::string& exe) {
   }
   std::string text;
   char buf[4096];
-  for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(pipefd[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
   close(pipefd[0]);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -4,8 +4,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstring>
 
@@ -16,10 +16,10 @@ namespace {
 // `top - 1`. Mapped on the thread's first use (mmap, never malloc: a probe may run inside
 // malloc) and unmapped when the thread exits.
 struct Table {
-  size_t record = 0;     // bytes of one record
-  uint32_t top = 0;      // records pushed, modulo nothing: index = (top - 1 - i) % kCapacity
-  uint32_t count = 0;    // records held, <= kCapacity
-  uint8_t records[];     // kCapacity of them
+  size_t record = 0;   // bytes of one record
+  uint32_t top = 0;    // records pushed, modulo nothing: index = (top - 1 - i) % kCapacity
+  uint32_t count = 0;  // records held, <= kCapacity
+  uint8_t records[];   // kCapacity of them
 };
 
 struct Header {

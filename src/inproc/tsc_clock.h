@@ -33,7 +33,8 @@ inline uint64_t ReadTscClock(const TscClock& c) {
   // A TSC read just before the base (another CPU's counter a few cycles behind) maps to it.
   if (tsc <= base_tsc) return base_ns;
   // 128 bits: a mapping fay stopped refreshing (fay killed) still converts for years.
-  return base_ns + static_cast<uint64_t>((static_cast<unsigned __int128>(tsc - base_tsc) * mult) >> 32);
+  return base_ns +
+         static_cast<uint64_t>((static_cast<unsigned __int128>(tsc - base_tsc) * mult) >> 32);
 }
 
 }  // namespace fay::inproc

@@ -50,7 +50,7 @@ struct Runtime {
   const RegionPatch* patch_table = nullptr;
   std::vector<uint32_t> pending;  // patches of files this process has not mapped
   std::set<uint64_t> patched_at;  // addresses patched (or refused) in this process
-  std::map<int, ShmMap> maps;  // by fay's map slot
+  std::map<int, ShmMap> maps;     // by fay's map slot
   std::vector<Interpreter> programs;
   std::vector<std::unique_ptr<Site>> sites;
   std::vector<std::unique_ptr<EntryPatch>> patches;

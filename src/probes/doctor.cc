@@ -3,8 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include <linux/bpf.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -111,8 +111,9 @@ DoctorCheck CheckTracefsReadable() {
   // The effective ids and capabilities (cap_dac_read_search), not access()'s real uid.
   if (::faccessat(AT_FDCWD, (*root + "/events").c_str(), R_OK | X_OK, AT_EACCESS) == 0)
     return Ok("tracefs readable: tracepoint: probes and tracefs formats for syscall: ones", false);
-  return No("tracefs at " + *root + " is root's alone: syscall: probes use fay's table instead; "
-            "tracepoint: probes cannot be resolved",
+  return No("tracefs at " + *root +
+                " is root's alone: syscall: probes use fay's table instead; "
+                "tracepoint: probes cannot be resolved",
             "for tracepoint: probes, run as root or also grant cap_dac_read_search", false);
 }
 
@@ -157,11 +158,13 @@ DoctorCheck CheckBpfTracepoint() {
   if (!event.valid()) {
     int err = errno;
     return No("tracepoint programs load but perf_event_open(tracepoint) fails: " + ErrnoText(err),
-              IsPrivilegeError(err) ? PrivilegeFixText() : "check kernel.perf_event_paranoid", true);
+              IsPrivilegeError(err) ? PrivilegeFixText() : "check kernel.perf_event_paranoid",
+              true);
   }
   if (::ioctl(event.get(), PERF_EVENT_IOC_SET_BPF, prog.get()) != 0) {
     int err = errno;
-    return No("tracepoint programs load but do not attach: " + ErrnoText(err), PrivilegeFixText(), true);
+    return No("tracepoint programs load but do not attach: " + ErrnoText(err), PrivilegeFixText(),
+              true);
   }
   return Ok("bpf(): tracepoint programs load and attach", true);
 }
@@ -325,9 +328,10 @@ DoctorCheck CheckFentry() {
     text += " (no BPF trampoline support on this kernel)";
   }
   bool unprivileged = IsPrivilegeError(err) && ::geteuid() != 0;
-  return No(text,
-            unprivileged ? PrivilegeFixText() : "none needed: fay uses tracepoints and uprobes instead",
-            false);
+  return No(
+      text,
+      unprivileged ? PrivilegeFixText() : "none needed: fay uses tracepoints and uprobes instead",
+      false);
 }
 
 DoctorCheck CheckHardwareCounters() {

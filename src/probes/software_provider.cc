@@ -40,12 +40,13 @@ Expected<std::vector<ProbeInfo>> SoftwareProvider::Resolve(std::string_view patt
   }
   uint64_t period = 1;
   if (!period_text.empty()) {
-    auto [ptr, ec] = std::from_chars(period_text.data(), period_text.data() + period_text.size(),
-                                     period);
+    auto [ptr, ec] =
+        std::from_chars(period_text.data(), period_text.data() + period_text.size(), period);
     if (ec != std::errc() || ptr != period_text.data() + period_text.size() || period == 0)
-      return Error(Code::kInvalidArgument,
-                   "bad period '" + std::string(period_text) +
-                       "': software:EVENT:N samples every Nth event, e.g. software:page-faults:100");
+      return Error(
+          Code::kInvalidArgument,
+          "bad period '" + std::string(period_text) +
+              "': software:EVENT:N samples every Nth event, e.g. software:page-faults:100");
   }
   for (const Event& e : kEvents) {
     if (name != e.name && (e.alias[0] == '\0' || name != e.alias)) continue;
@@ -57,8 +58,8 @@ Expected<std::vector<ProbeInfo>> SoftwareProvider::Resolve(std::string_view patt
     p.fields = CommonFields();
     p.fields.push_back({"ustack", Type::Stack(), FieldSource::kUserStack, 0, 8, 0, "user stack"});
     if (e.fault)
-      p.fields.push_back({"addr", Type::Int(false), FieldSource::kCtx, kAddrOffset, 8, 0,
-                          "u64 faulting address"});
+      p.fields.push_back(
+          {"addr", Type::Int(false), FieldSource::kCtx, kAddrOffset, 8, 0, "u64 faulting address"});
     return std::vector<ProbeInfo>{std::move(p)};
   }
   std::string names;

@@ -138,8 +138,8 @@ Expected<std::vector<ProbeSpec>> Lexer::ScanSource() {
         ++word_end;
       const std::string probe = text_.substr(first, last - first);
       return Fail(pos_, word_end,
-                  fmt::format("Unexpected '{}' after probe '{}'", text_.substr(pos_, word_end - pos_),
-                              probe),
+                  fmt::format("Unexpected '{}' after probe '{}'",
+                              text_.substr(pos_, word_end - pos_), probe),
                   BpftraceHint(probe, pos_));
     }
     if (first == std::string::npos) first = pos_;
@@ -165,11 +165,14 @@ std::string Lexer::BpftraceHint(const std::string& probe, size_t at) const {
     // printf of each event is a select, which prints every event's fields.
     const bool prints = stage.empty() && rest.find("printf") != std::string_view::npos;
     return fmt::format("a bpftrace action block is a stage after '|': {} | {}", probe,
-                       !stage.empty() ? stage : prints ? "select comm, pid" : "count() by comm");
+                       !stage.empty() ? stage
+                       : prints       ? "select comm, pid"
+                                      : "count() by comm");
   }
   if (!probe.empty() && probe[0] == '@') {
     const std::string stage = MapAssignmentAsStage(std::string_view(text_).substr(0));
-    if (!stage.empty()) return "fay has no @maps: the aggregate is a stage after the probes: PROBE | " + stage;
+    if (!stage.empty())
+      return "fay has no @maps: the aggregate is a stage after the probes: PROBE | " + stage;
   }
   return "separate probes with ',' and stages with '|', e.g. syscall:read | count()";
 }
@@ -222,7 +225,8 @@ Expected<Token> Lexer::Next() {
       size_t l = begin, r = begin + 2;
       while (l > 0 && IsIdentChar(text_[l - 1])) --l;
       while (r < text_.size() && IsIdentChar(text_[r])) ++r;
-      const std::string left = text_.substr(l, begin - l), right = text_.substr(begin + 2, r - begin - 2);
+      const std::string left = text_.substr(l, begin - l),
+                        right = text_.substr(begin + 2, r - begin - 2);
       return Fail(begin, begin + 2, "Unexpected '->'",
                   fmt::format("fay reaches a field with '.': {}.{}", left.empty() ? "args" : left,
                               right.empty() ? "filename" : right));
@@ -231,8 +235,9 @@ Expected<Token> Lexer::Next() {
       if (c == '@') {
         const std::string stage = MapAssignmentAsStage(std::string_view(text_).substr(begin));
         return Fail(begin, begin + 1, "Unexpected character '@'",
-                    stage.empty() ? "fay has no @maps: aggregate with a stage, e.g. | count() by comm"
-                                  : "fay has no @maps: the aggregate is a stage: " + stage);
+                    stage.empty()
+                        ? "fay has no @maps: aggregate with a stage, e.g. | count() by comm"
+                        : "fay has no @maps: the aggregate is a stage: " + stage);
       }
       if (c == '=') return Fail(begin, begin + 1, "Unexpected '='", "compare with '=='");
       if (c == '\'') return Fail(begin, begin + 1, "Unexpected '''", "strings use double quotes");

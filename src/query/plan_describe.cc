@@ -54,8 +54,7 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
         return fmt::format("perf cpu-clock at {} Hz on every CPU ({})", p.hz, role);
       if (p.kind == ProbeKind::kSoftware)
         return fmt::format("perf software event {} every {} event{} on every CPU ({})",
-                           p.name.substr(9), p.period_events, p.period_events > 1 ? "s" : "",
-                           role);
+                           p.name.substr(9), p.period_events, p.period_events > 1 ? "s" : "", role);
       return fmt::format("perf cpu-clock every {} ns on CPU 0 ({})", p.period_ns, role);
     }
   }

@@ -32,8 +32,8 @@ struct ProbeInfo {
   uint64_t file_offset = 0;  // offset of the symbol in the file, for perf_event uprobe attach
   uint64_t symbol_address = 0, symbol_size = 0;  // its st_value and st_size
 
-  uint64_t period_ns = 0;  // kInterval
-  uint64_t hz = 0;         // kProfile
+  uint64_t period_ns = 0;      // kInterval
+  uint64_t hz = 0;             // kProfile
   uint64_t perf_config = 0;    // kSoftware: PERF_COUNT_SW_*
   uint64_t period_events = 1;  // kSoftware: every Nth event
 

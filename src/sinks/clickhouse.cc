@@ -59,7 +59,9 @@ AggColumns ColumnsOf(const AggItem& item, const std::string& c) {
     case AggFunc::kSum:
     case AggFunc::kMin:
     case AggFunc::kMax: {
-      const char* f = item.func == AggFunc::kMin ? "min" : item.func == AggFunc::kMax ? "max" : "sum";
+      const char* f = item.func == AggFunc::kMin   ? "min"
+                      : item.func == AggFunc::kMax ? "max"
+                                                   : "sum";
       return {{fmt::format("`{}__in` {}", c, num)},
               {fmt::format("`{}` AggregateFunction({}, {})", c, f, num)},
               {fmt::format("{}State(`{}__in`) AS `{}`", f, c, c)},
@@ -171,8 +173,9 @@ bool ValidIdentifier(const std::string& s) {
 Expected<ClickHouseTarget> ParseClickHouseUrl(const std::string& url) {
   const std::string scheme = "clickhouse://";
   auto bad = [&](const std::string& why) {
-    return Error(Code::kInvalidArgument,
-                 fmt::format("--sink {}: {}; expected clickhouse://HOST[:PORT]/DB.TABLE", url, why));
+    return Error(
+        Code::kInvalidArgument,
+        fmt::format("--sink {}: {}; expected clickhouse://HOST[:PORT]/DB.TABLE", url, why));
   };
   if (url.rfind(scheme, 0) != 0) return bad("not a clickhouse:// address");
   std::string rest = url.substr(scheme.size());
@@ -201,7 +204,8 @@ Expected<ClickHouseTarget> ParseClickHouseUrl(const std::string& url) {
 
 Expected<std::vector<std::string>> ClickHouseSchema(const Plan& plan, const ClickHouseTarget& t) {
   if (plan.mode != PlanMode::kAggregate)
-    return Error(Code::kInvalidArgument, "--sink takes aggregating queries (select rows do not merge)");
+    return Error(Code::kInvalidArgument,
+                 "--sink takes aggregating queries (select rows do not merge)");
   const std::vector<std::string> names = ColumnNames(plan);
   std::vector<std::string> input = {"`window` DateTime", "`host` String"}, stored = input,
                            mv = {"`window`", "`host`"}, merged = mv, result = mv, keys = mv;
@@ -285,12 +289,14 @@ Expected<std::unique_ptr<ClickHouseSink>> ClickHouseSink::Start(const std::strin
     for (const std::string& sql : schema) FAY_RETURN_IF_ERROR(s->Post(sql));
   } else {
     std::string exists;
-    FAY_RETURN_IF_ERROR(s->Post(fmt::format("EXISTS TABLE `{}`.`{}_input`", t.db, t.table), &exists));
+    FAY_RETURN_IF_ERROR(
+        s->Post(fmt::format("EXISTS TABLE `{}`.`{}_input`", t.db, t.table), &exists));
     if (exists.rfind("1", 0) != 0)
-      return Error(Code::kNotFound,
-                   fmt::format("--sink {}: ClickHouse has no table {}.{}_input; --sink-create makes "
-                               "the tables and views",
-                               url, t.db, t.table));
+      return Error(
+          Code::kNotFound,
+          fmt::format("--sink {}: ClickHouse has no table {}.{}_input; --sink-create makes "
+                      "the tables and views",
+                      url, t.db, t.table));
   }
   s->thread_ = std::thread([p = s.get()] { p->Loop(); });
   return s;
@@ -325,9 +331,9 @@ Status ClickHouseSink::Post(const std::string& body, std::string* answer) {
 
 void ClickHouseSink::Window(const ResultSet& rs) {
   if (rs.rows.empty()) return;
-  std::string body = fmt::format("INSERT INTO `{}`.`{}_input` FORMAT JSONEachRow\n", target_.db,
-                                 target_.table) +
-                     ClickHouseRows(*plan_, rs, host_);
+  std::string body =
+      fmt::format("INSERT INTO `{}`.`{}_input` FORMAT JSONEachRow\n", target_.db, target_.table) +
+      ClickHouseRows(*plan_, rs, host_);
   {
     std::lock_guard lk(mu_);
     pending_.push_back(std::move(body));

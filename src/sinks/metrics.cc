@@ -43,19 +43,25 @@ std::string Labels(const std::vector<std::string>& names, const std::vector<std:
                    const std::string& extra = "") {
   std::string out;
   for (size_t i = 0; i < names.size() && i < values.size(); ++i)
-    out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], EscapeLabelValue(values[i]));
+    out +=
+        fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], EscapeLabelValue(values[i]));
   if (!extra.empty()) out += (out.empty() ? "" : ",") + extra;
   return out.empty() ? "" : "{" + out + "}";
 }
 
-// HELP text escaped: backslash and newline in both formats, and double quotes in OpenMetrics.
+// HELP text escaped: backslash and newline in both formats, and double quotes in OpenMetrics
+// (and in every label value).
 std::string HelpText(std::string_view s, bool om) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '"' && om) out += "\\\"";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '"' && om)
+      out += "\\\"";
+    else
+      out += c;
   }
   return out;
 }
@@ -73,14 +79,7 @@ std::string LabelName(std::string_view s) {
 }
 
 std::string EscapeLabelValue(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
+  return HelpText(s, /*om=*/true);  // label values escape what OpenMetrics' HELP does
 }
 
 void MetricsRegistry::AddQuery(const std::string& name, const std::string& text, const Plan& plan) {
@@ -95,7 +94,8 @@ void MetricsRegistry::AddQuery(const std::string& name, const std::string& text,
     while (std::find(q.labels.begin(), q.labels.end(), l) != q.labels.end()) l += "_";
     q.labels.push_back(l);
   }
-  for (const AggSlot& a : plan.aggs) q.metrics.push_back(MetricName("fay_" + name + "_" + a.item->name));
+  for (const AggSlot& a : plan.aggs)
+    q.metrics.push_back(MetricName("fay_" + name + "_" + a.item->name));
 }
 
 void MetricsRegistry::Update(const std::string& name, const ResultSet& window) {
@@ -173,9 +173,9 @@ void MetricsRegistry::RenderQuery(const Query& q, bool om, std::string* out) con
           for (const HistBucket& b : HistBuckets(st)) {
             if (!b.has_hi) continue;
             running += b.count;
-            *out += fmt::format("{}_bucket{} {}\n", m,
-                                Labels(q.labels, values, fmt::format("le=\"{}\"", b.hi - 1)),
-                                running);
+            *out +=
+                fmt::format("{}_bucket{} {}\n", m,
+                            Labels(q.labels, values, fmt::format("le=\"{}\"", b.hi - 1)), running);
           }
           *out += fmt::format("{}_bucket{} {}\n", m, Labels(q.labels, values, "le=\"+Inf\""),
                               st.Count());
@@ -200,7 +200,8 @@ std::string MetricsRegistry::Render(bool om) const {
   // The queries' own health, one series each.
   auto own = [&](const char* metric, const char* type, const char* help, auto value) {
     const std::string family = std::string(type) == "counter" && !om
-                                   ? std::string(metric) + "_total" : std::string(metric);
+                                   ? std::string(metric) + "_total"
+                                   : std::string(metric);
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family, help, family, type);
     for (const auto& [name, q] : queries_)
       out += fmt::format("{}{}{{query=\"{}\"}} {}\n", metric,

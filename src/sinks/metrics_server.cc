@@ -13,7 +13,8 @@ Expected<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string&
     return Error(Code::kInvalidArgument,
                  fmt::format("--metrics {}: expected ADDR:PORT, e.g. 127.0.0.1:9464", listen));
   std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = 0;
   try {
     port = std::stoi(listen.substr(colon + 1));
@@ -25,8 +26,8 @@ Expected<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string&
   auto s = std::unique_ptr<MetricsServer>(new MetricsServer());
   s->server_ = std::make_unique<httplib::Server>();
   s->server_->Get("/metrics", [registry](const httplib::Request& req, httplib::Response& res) {
-    const bool om = req.get_header_value("Accept").find("application/openmetrics-text") !=
-                    std::string::npos;
+    const bool om =
+        req.get_header_value("Accept").find("application/openmetrics-text") != std::string::npos;
     res.set_content(registry->Render(om),
                     om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
                        : "text/plain; version=0.0.4; charset=utf-8");

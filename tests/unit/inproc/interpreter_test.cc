@@ -343,7 +343,6 @@ TEST(Jit, CallsHelpersWithTheirArgumentsAndLeavesDivisionToTheInterpreter) {
   EXPECT_EQ(in2->Run(0), 3u);
 }
 
-
 // Lookups in array maps are inlined by the JIT (no helper call) and answer what the helper
 // does: each slot's own copy of a per-slot array, the shared one, and null past the end. The
 // counting helper shows which lookups were inlined: it is called only for the hash map and
@@ -407,8 +406,8 @@ TEST(Jit, InlinesArrayLookupsAsTheHelperAnswersThem) {
           const uint64_t got = jit->Run(reinterpret_cast<uint64_t>(&key));
           const bool inlined = helper_calls == 0;
           const uint64_t want = ref->Run(reinterpret_cast<uint64_t>(&key));
-          SCOPED_TRACE(testing::Message() << "map " << m << " split " << split << " slot "
-                                          << slot << " key " << key);
+          SCOPED_TRACE(testing::Message()
+                       << "map " << m << " split " << split << " slot " << slot << " key " << key);
           EXPECT_EQ(inlined, m < 2 && !split);
           if (m == 2) continue;  // the hash map is empty: both miss
           // The jit's run added 1 and the reference's another: the second sees the first's.

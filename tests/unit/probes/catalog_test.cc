@@ -35,10 +35,9 @@ TEST(SystemCatalog, IntervalAndProfile) {
   EXPECT_EQ((*interval)[0].period_ns, 500000000u);
   EXPECT_EQ((*interval)[0].fields.size(), CommonFields().size());
   // bpftrace's spellings: UNIT:N and hz:N.
-  for (auto [spec, ns] : {std::pair{"interval:s:1", 1'000'000'000ull},
-                          std::pair{"interval:ms:250", 250'000'000ull},
-                          std::pair{"interval:us:10", 10'000ull},
-                          std::pair{"interval:hz:4", 250'000'000ull}}) {
+  for (auto [spec, ns] :
+       {std::pair{"interval:s:1", 1'000'000'000ull}, std::pair{"interval:ms:250", 250'000'000ull},
+        std::pair{"interval:us:10", 10'000ull}, std::pair{"interval:hz:4", 250'000'000ull}}) {
     auto b = catalog.Resolve(spec);
     ASSERT_TRUE(b.ok()) << spec << ": " << b.status().message();
     EXPECT_EQ((*b)[0].period_ns, ns) << spec;

@@ -145,7 +145,8 @@ TEST(Lexer, BpftraceHabitsGetTheirFayForm) {
     return at == std::string::npos ? std::string() : message.substr(at + 6);
   };
   // args->field
-  EXPECT_EQ(hint(LexError("count() by args->filename")), "fay reaches a field with '.': args.filename");
+  EXPECT_EQ(hint(LexError("count() by args->filename")),
+            "fay reaches a field with '.': args.filename");
   // /predicate/
   EXPECT_EQ(hint(scan("syscall:openat /pid == 1/ | count()")),
             "bpftrace's /filter/ is a where stage: syscall:openat | where pid == 1 | ...");
@@ -156,8 +157,9 @@ TEST(Lexer, BpftraceHabitsGetTheirFayForm) {
   EXPECT_EQ(hint(scan("syscall:read { printf(\"%d\\n\", pid); }")),
             "a bpftrace action block is a stage after '|': syscall:read | select comm, pid");
   // @x[k] = agg() as a whole query, and as a stage
-  EXPECT_EQ(hint(scan("@x[comm] = count()")),
-            "fay has no @maps: the aggregate is a stage after the probes: PROBE | count() as x by comm");
+  EXPECT_EQ(
+      hint(scan("@x[comm] = count()")),
+      "fay has no @maps: the aggregate is a stage after the probes: PROBE | count() as x by comm");
   EXPECT_EQ(hint(LexError("@c[comm, pid] = hist(latency)")),
             "fay has no @maps: the aggregate is a stage: hist(latency) as c by comm, pid");
 }

@@ -17,8 +17,9 @@ TEST(ClickHouseUrl, ParsesAndRefusesWithTheForm) {
   EXPECT_EQ(t->db, "fleet");
   EXPECT_EQ(t->table, "reads");
   EXPECT_EQ(ParseClickHouseUrl("clickhouse://db1/fleet.reads")->port, 8123);
-  for (const char* bad : {"http://db1/fleet.reads", "clickhouse://db1", "clickhouse://db1/fleet",
-                          "clickhouse://db1:x/f.r", "clickhouse://db1/f.r;drop", "clickhouse://:1/f.r"}) {
+  for (const char* bad :
+       {"http://db1/fleet.reads", "clickhouse://db1", "clickhouse://db1/fleet",
+        "clickhouse://db1:x/f.r", "clickhouse://db1/f.r;drop", "clickhouse://:1/f.r"}) {
     auto r = ParseClickHouseUrl(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("clickhouse://HOST[:PORT]/DB.TABLE"), std::string::npos);
@@ -27,9 +28,10 @@ TEST(ClickHouseUrl, ParsesAndRefusesWithTheForm) {
 
 TEST(ClickHouseSchema, NamesEveryColumnAsJsonDoesAndRowsFillTheInput) {
   SystemCatalog catalog;
-  auto plan = CompileQuery("syscall:read | count() as n, avg(args.count) as mean, "
-                           "hist(args.count) as h by comm",
-                           catalog, PlanOptions{});
+  auto plan = CompileQuery(
+      "syscall:read | count() as n, avg(args.count) as mean, "
+      "hist(args.count) as h by comm",
+      catalog, PlanOptions{});
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   auto sql = ClickHouseSchema(*plan, *ParseClickHouseUrl("clickhouse://h/db.t"));
   ASSERT_TRUE(sql.ok());

@@ -55,7 +55,8 @@ TEST_F(Registry, CountersAndHistogramsAddUpGaugesTakeTheLastWindow) {
   reg.Update("reads", w2);
   const std::string text = reg.Render(false);
   EXPECT_NE(text.find("# TYPE fay_reads_n_total counter\nfay_reads_n_total{comm=\"cat\"} 4\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("fay_reads_bytes_total{comm=\"cat\"} 10\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE fay_reads_big gauge\nfay_reads_big{comm=\"cat\"} 4\n"),
             std::string::npos);
@@ -67,8 +68,9 @@ TEST_F(Registry, CountersAndHistogramsAddUpGaugesTakeTheLastWindow) {
                       "fay_reads_h_count{comm=\"cat\"} 4\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("# TYPE fay_reads_med summary\nfay_reads_med{comm=\"cat\",quantile=\"0.5\"} "),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("# TYPE fay_reads_med summary\nfay_reads_med{comm=\"cat\",quantile=\"0.5\"} "),
+      std::string::npos);
   EXPECT_NE(text.find("fay_standing_windows_total{query=\"reads\"} 2\n"), std::string::npos);
   EXPECT_EQ(text.find("# EOF"), std::string::npos);
   // A window without cat: its gauge goes, its counters stay.
@@ -99,8 +101,7 @@ TEST_F(Registry, ASeriesCapDropsNewLabelSetsAndCountsThem) {
   reg.Update("reads", w);
   const std::string text = reg.Render(false);
   EXPECT_NE(text.find("fay_standing_series{query=\"reads\"} 2\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("fay_standing_series_dropped_total{query=\"reads\"} 2\n"),
-            std::string::npos);
+  EXPECT_NE(text.find("fay_standing_series_dropped_total{query=\"reads\"} 2\n"), std::string::npos);
   EXPECT_EQ(text.find("comm=\"c\""), std::string::npos);
 }
 
