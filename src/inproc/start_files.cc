@@ -21,6 +21,17 @@ extern char** environ;
 namespace fay::inproc {
 namespace {
 
+// Whether `path` is a 64-bit ELF file.
+bool IsElf64(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char ident[EI_NIDENT] = {};
+  const bool elf = pread(fd, ident, sizeof ident, 0) == sizeof ident &&
+                   std::memcmp(ident, ELFMAG, 4) == 0 && ident[EI_CLASS] == ELFCLASS64;
+  close(fd);
+  return elf;
+}
+
 // PT_INTERP's path, or "" for a static executable or a library.
 std::string InterpreterOf(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -59,6 +70,8 @@ bool IsProgram(const std::string& path) {
 }
 
 Expected<std::set<FileId>> FilesAtStart(const std::string& exe) {
+  // A script's interpreter maps what it maps: not known from here.
+  if (!IsElf64(exe)) return Error(Code::kUnsupported, exe + " is not an ELF program");
   std::set<FileId> out;
   FAY_ASSIGN_OR_RETURN(FileId self, IdOf(exe));
   out.insert(self);

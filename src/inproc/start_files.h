@@ -17,7 +17,8 @@ namespace fay::inproc {
 using FileId = std::pair<dev_t, ino_t>;
 
 // The executable and every shared library its loader resolves for it (the loader's own
-// --list, what ldd prints, without running the program); for a static executable, itself.
+// --list, what ldd prints, without running the program); for a static executable, itself. An
+// error for a script (its interpreter's files are not known here).
 Expected<std::set<FileId>> FilesAtStart(const std::string& exe);
 // The files process `pid` maps now.
 Expected<std::set<FileId>> FilesMapped(pid_t pid);
