@@ -35,7 +35,8 @@ int PerfEventOpen(perf_event_attr* attr, int pid, int cpu) {
 
 Status PerfError(const std::string& what, int err) {
   Status st = BpfError(what, err);
-  if ((err == EACCES || err == EPERM) && !CurrentPrivileges().root && !CurrentPrivileges().perfmon)
+  if (const Privileges p = CurrentPrivileges();
+      (err == EACCES || err == EPERM) && !p.root && !p.perfmon)
     st.Append("(also check /proc/sys/kernel/perf_event_paranoid)");
   return st;
 }

@@ -333,6 +333,12 @@ void AggState::MergeSerialized(std::string_view in) {
   }
 }
 
+uint64_t AggState::Word(int i) const {
+  return i >= 0 && static_cast<size_t>(i + 1) * 8 <= bytes_.size()
+             ? LoadWord(bytes_, static_cast<size_t>(i))
+             : 0;
+}
+
 uint64_t AggState::Count() const {
   switch (spec_.func) {
     case AggFunc::kCount:

@@ -44,6 +44,9 @@ class AggState {
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
   // Scalar views, for sorting and printing.
+  // The state's i-th 64-bit word in the agg_layout.h format (0 past its end): a histogram's
+  // bucket, avg's sum (0) and count (1), a quantile sketch's bucket.
+  uint64_t Word(int i) const;
   uint64_t Count() const;  // count / avg's n / total of a histogram
   int64_t Scalar() const;  // count, sum, min, max, avg (truncated), quantile, distinct
   double Average() const;

@@ -37,23 +37,6 @@ size_t Align(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
-// A static executable loads no preloaded library: the runtime would never start in it.
-Expected<bool> IsStaticElf(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path);
-  Elf64_Ehdr eh{};
-  bool elf = pread(fd, &eh, sizeof eh, 0) == sizeof eh && std::memcmp(eh.e_ident, ELFMAG, 4) == 0;
-  bool has_interp = false;
-  for (int i = 0; elf && i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph{};
-    if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) != sizeof ph)
-      break;
-    if (ph.p_type == PT_INTERP) has_interp = true;
-  }
-  close(fd);
-  return elf && !has_interp;  // a script starts an interpreter that loads it
-}
-
 std::string DefaultLibrary() {
   char exe[PATH_MAX] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return "";
@@ -147,7 +130,9 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
         "{} gains privileges when it starts (set-user-ID, set-group-ID or file capabilities), "
         "so the loader will not preload the runtime into it",
         exe));
-  if (auto st = IsStaticElf(exe); st.ok() && *st)
+  // A static executable loads no preloaded library: the runtime would never start in it. (A
+  // script starts an interpreter that loads it.)
+  if (IsElf64(exe) && !IsProgram(exe))
     return all_kernel(
         fmt::format("{} is a static executable, which loads no runtime library",
                     options.pid ? fmt::format("process {}", options.pid) : options.command_exe));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <span>
@@ -101,25 +102,28 @@ struct ShadowStack {
 // in thread-local storage its 8 KiB would not fit the room a library loaded with dlopen gets
 // (fay -p loads the runtime so).
 thread_local ShadowStack* t_shadow = nullptr;
-pthread_key_t g_shadow_key;
+pthread_key_t g_shadow_key = PTHREAD_KEYS_MAX;  // until created
 pthread_once_t g_shadow_once = PTHREAD_ONCE_INIT;
 
 ShadowStack* Shadow() {
   if (t_shadow) return t_shadow;
   pthread_once(&g_shadow_once, [] {
-    pthread_key_create(&g_shadow_key, [](void* p) {
-      // Frames still on it (a probed function around the thread's exit path) will land on it:
-      // kept then. Otherwise a probed call later in the exit maps a fresh one.
-      if (static_cast<ShadowStack*>(p)->depth > 0) return;
-      t_shadow = nullptr;
-      munmap(p, sizeof(ShadowStack));
-    });
+    if (pthread_key_create(&g_shadow_key, [](void* p) {
+          // Frames still on it (a probed function around the thread's exit path) will land on it:
+          // kept then. Otherwise a probed call later in the exit maps a fresh one.
+          if (static_cast<ShadowStack*>(p)->depth > 0) return;
+          t_shadow = nullptr;
+          munmap(p, sizeof(ShadowStack));
+        }) != 0)
+      g_shadow_key = PTHREAD_KEYS_MAX;
   });
   void* p = mmap(nullptr, sizeof(ShadowStack), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
   if (p == MAP_FAILED) return nullptr;
   t_shadow = static_cast<ShadowStack*>(p);  // zeroed: depth 0
-  pthread_setspecific(g_shadow_key, p);
+  // Past glibc's 32 inline keys, pthread_setspecific callocs, which a probe running inside
+  // malloc must not: the stack is then never unmapped (a leak per thread).
+  if (g_shadow_key < 32) pthread_setspecific(g_shadow_key, p);
   return t_shadow;
 }
 // Set while this thread runs a probe's handlers: a probed function they call (clock_gettime,

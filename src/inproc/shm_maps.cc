@@ -40,22 +40,6 @@ uint64_t HashKey(const uint8_t* key, size_t n) {
   return h ^ (h >> 32);
 }
 
-// fay's keys are mostly 8 or 16 bytes (a tid; a tid and a depth): compared as words, not
-// through a memcmp call.
-bool KeyEq(const uint8_t* a, const uint8_t* b, size_t n) {
-  uint64_t x[2], y[2];
-  switch (n) {
-    case 8:
-      std::memcpy(x, a, 8), std::memcpy(y, b, 8);
-      return x[0] == y[0];
-    case 16:
-      std::memcpy(x, a, 16), std::memcpy(y, b, 16);
-      return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
-    default:
-      return std::memcmp(a, b, n) == 0;
-  }
-}
-
 }  // namespace
 
 Expected<size_t> ShmMap::BytesFor(const MapShape& s, uint32_t slots) {
@@ -119,7 +103,7 @@ void* ShmMap::Find(uint8_t* t, const uint8_t* k, uint32_t hash) const {
     uint8_t* e = t + 8 + static_cast<size_t>(b) * entry_bytes_;
     uint64_t st = State(e).load(std::memory_order_acquire);
     if (st == kEmpty) return nullptr;
-    if (st == kFull && KeyEq(e + key_off_, k, shape_.key_size)) return e + value_off_;
+    if (st == kFull && KeysEqual(e + key_off_, k, shape_.key_size)) return e + value_off_;
   }
   return nullptr;
 }

@@ -25,6 +25,22 @@
 
 namespace fay::inproc {
 
+// fay's keys are mostly 8 or 16 bytes (a tid; a tid and a stack pointer): compared as words,
+// not through a memcmp call.
+inline bool KeysEqual(const void* a, const void* b, size_t n) {
+  uint64_t x[2], y[2];
+  switch (n) {
+    case 8:
+      std::memcpy(x, a, 8), std::memcpy(y, b, 8);
+      return x[0] == y[0];
+    case 16:
+      std::memcpy(x, a, 16), std::memcpy(y, b, 16);
+      return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+    default:
+      return std::memcmp(a, b, n) == 0;
+  }
+}
+
 struct MapShape {
   bpf_map_type type = BPF_MAP_TYPE_ARRAY;  // ARRAY, PERCPU_ARRAY, HASH, PERCPU_HASH, LRU_HASH
   uint32_t key_size = 0;

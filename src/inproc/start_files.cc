@@ -21,17 +21,6 @@ extern char** environ;
 namespace fay::inproc {
 namespace {
 
-// Whether `path` is a 64-bit ELF file.
-bool IsElf64(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  unsigned char ident[EI_NIDENT] = {};
-  const bool elf = pread(fd, ident, sizeof ident, 0) == sizeof ident &&
-                   std::memcmp(ident, ELFMAG, 4) == 0 && ident[EI_CLASS] == ELFCLASS64;
-  close(fd);
-  return elf;
-}
-
 // PT_INTERP's path, or "" for a static executable or a library.
 std::string InterpreterOf(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -63,6 +52,16 @@ Expected<FileId> IdOf(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return ErrnoError(path);
   return FileId{st.st_dev, st.st_ino};
+}
+
+bool IsElf64(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char ident[EI_NIDENT] = {};
+  const bool elf = pread(fd, ident, sizeof ident, 0) == sizeof ident &&
+                   std::memcmp(ident, ELFMAG, 4) == 0 && ident[EI_CLASS] == ELFCLASS64;
+  close(fd);
+  return elf;
 }
 
 bool IsProgram(const std::string& path) {

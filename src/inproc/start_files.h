@@ -26,7 +26,9 @@ Expected<std::set<FileId>> FilesMapped(pid_t pid);
 // The file's id, or an error naming it.
 Expected<FileId> IdOf(const std::string& path);
 // Whether `path` is a program (it asks for a loader: PT_INTERP), which starts with the runtime
-// when the command execs it, rather than a library.
+// when the command execs it, rather than a library or a static executable.
 bool IsProgram(const std::string& path);
+// Whether `path` is a 64-bit ELF file.
+bool IsElf64(const std::string& path);
 
 }  // namespace fay::inproc

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "inproc/shm_maps.h"
+
 namespace fay::inproc {
 namespace {
 
@@ -76,20 +78,12 @@ uint8_t* At(Table* t, uint32_t from_top) {
   return t->records + static_cast<size_t>(i) * t->record;
 }
 
-// The entry map's keys are 16 bytes ({pid_tgid, sp}): compared as two words, not by memcmp.
-bool KeyEq(const uint8_t* a, const void* b, uint32_t n) {
-  if (n != 16) return std::memcmp(a, b, n) == 0;
-  uint64_t x[2], y[2];
-  std::memcpy(x, a, 16), std::memcpy(y, b, 16);
-  return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
-}
-
 // The newest live record of `map` with this key, or null.
 uint8_t* Find(Table* t, const void* map, const void* key, uint32_t key_size) {
   for (uint32_t i = 0; i < t->count; ++i) {
     uint8_t* r = At(t, i);
     const auto* h = reinterpret_cast<const Header*>(r);
-    if (h->live && h->map == map && KeyEq(r + sizeof(Header), key, key_size)) return r;
+    if (h->live && h->map == map && KeysEqual(r + sizeof(Header), key, key_size)) return r;
   }
   return nullptr;
 }

@@ -19,7 +19,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -48,9 +47,7 @@ struct Site {
 struct Runtime {
   RegionHeader* header = nullptr;
   const RegionPatch* patch_table = nullptr;
-  std::vector<uint32_t> pending;  // patches of files this process has not mapped
-  std::set<uint64_t> patched_at;  // addresses patched (or refused) in this process
-  std::map<int, ShmMap> maps;     // by fay's map slot
+  std::map<int, ShmMap> maps;  // by fay's map slot
   std::vector<Interpreter> programs;
   std::vector<std::unique_ptr<Site>> sites;
   std::vector<std::unique_ptr<EntryPatch>> patches;
@@ -237,21 +234,17 @@ uint64_t AddressOf(uint64_t dev, uint64_t ino, const char* file, uint64_t off) {
   return found;
 }
 
-// Patches the pending functions this process maps, each address once, and keeps the rest
-// pending. Called by Start: the process's one thread, or every other thread stopped by fay.
+// Patches the region's functions this process maps, each address once. Called by Start: the
+// process's one thread, or every other thread stopped by fay. Libraries a process loads later
+// with dlopen are not followed: fay keeps probes on them on the kernel's path (host.cc).
 void PatchMapped(Runtime* rt) {
   RegionHeader* h = rt->header;
   const bool debug = getenv("FAY_INPROC_DEBUG") != nullptr;
   std::map<uint64_t, Site*> by_address;
-  std::vector<uint32_t> still;
-  for (uint32_t i : rt->pending) {
+  for (uint32_t i = 0; i < h->patch_count; ++i) {
     const RegionPatch& p = rt->patch_table[i];
     uint64_t at = AddressOf(p.dev, p.ino, p.file, p.file_offset);
-    if (!at) {
-      still.push_back(i);  // not mapped (yet) in this process
-      continue;
-    }
-    if (p.program >= rt->programs.size() || rt->patched_at.count(at)) continue;
+    if (!at || p.program >= rt->programs.size()) continue;  // not in this process
     Site*& site = by_address[at];
     if (!site) {
       rt->sites.push_back(std::make_unique<Site>());
@@ -263,9 +256,7 @@ void PatchMapped(Runtime* rt) {
     (p.is_return ? site->on_return : site->on_entry)
         .push_back({&rt->programs[p.program], p.cookie});
   }
-  rt->pending = std::move(still);
   for (auto& [at, site] : by_address) {
-    rt->patched_at.insert(at);
     if (debug) std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(), (unsigned long)at);
     auto patch =
         site->on_return.empty()
@@ -322,9 +313,6 @@ void Start(const char* spec) {
   g_runtime = rt.get();
   SetTscClock(&h->clock);
   rt->patch_table = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
-  for (uint32_t i = 0; i < h->patch_count; ++i) rt->pending.push_back(i);
-  // Libraries a process loads later with dlopen are not followed: fay keeps probes on them on
-  // the kernel's path (host.cc), so that none is missed here.
   PatchMapped(rt.get());
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,
   // until exit, so nothing of it is ever freed.

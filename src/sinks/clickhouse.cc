@@ -38,12 +38,6 @@ std::string KeyType(const Slot& k) {
   return "String";
 }
 
-uint64_t Word(const AggState& s, int i) {
-  uint64_t w = 0;
-  std::memcpy(&w, s.bytes().data() + 8 * i, 8);
-  return w;
-}
-
 // The aggregate's columns in TABLE_input (named NAME__in...: ClickHouse takes an alias equal to
 // a column it reads for a cycle), in TABLE, in the view between them; its merge in TABLE_result's
 // inner query (NAME__m...), and its value in the outer one.
@@ -126,8 +120,8 @@ void AggJson(const AggItem& item, const AggState& s, const std::string& c, Json*
         (*row)[c + "__in"] = s.Scalar();
       break;
     case AggFunc::kAvg:
-      (*row)[c + "__sum__in"] = static_cast<int64_t>(Word(s, 0));
-      (*row)[c + "__n__in"] = Word(s, 1);
+      (*row)[c + "__sum__in"] = static_cast<int64_t>(s.Word(0));
+      (*row)[c + "__n__in"] = s.Word(1);
       break;
     case AggFunc::kHist:
     case AggFunc::kLhist: {
@@ -144,7 +138,7 @@ void AggJson(const AggItem& item, const AggState& s, const std::string& c, Json*
     case AggFunc::kQuantile: {
       Json k = Json::array(), v = Json::array();
       for (int i = 0; i < kQuantSlots; ++i)
-        if (uint64_t n = Word(s, i)) {
+        if (uint64_t n = s.Word(i)) {
           k.push_back(QuantBucketValue(i));
           v.push_back(n);
         }

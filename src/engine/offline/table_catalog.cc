@@ -115,8 +115,8 @@ Expected<std::vector<ProbeInfo>> SyscallFallbackCatalog::Resolve(const std::stri
 }
 
 std::vector<std::string> SyscallFallbackCatalog::Nearest(const std::string& spec, size_t n) {
-  if (!fallback_reason_.empty() && Trim(spec).rfind("syscall:", 0) == 0)
-    return table_.Nearest(spec, n);
+  // Once tracefs has failed, the names a hint can offer are the table's.
+  if (!fallback_reason_.empty()) return table_.Nearest(spec, n);
   return live_.Nearest(spec, n);
 }
 

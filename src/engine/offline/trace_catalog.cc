@@ -43,13 +43,7 @@ Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) 
                     "the signals delivered (use syscall:NAME, syscall:* or {})",
                     provider.empty() ? std::string(s) : provider + ":...", kSignalDeliver));
   }
-  Expected<std::vector<ProbeInfo>> probes =
-      fallback_reason_.empty() ? live_.Resolve(spec) : table_.Resolve(spec);
-  if (!probes.ok() && fallback_reason_.empty() && probes.status().code() != Code::kNotFound &&
-      probes.status().code() != Code::kInvalidArgument) {
-    fallback_reason_ = probes.status().message();
-    probes = table_.Resolve(spec);
-  }
+  Expected<std::vector<ProbeInfo>> probes = syscalls_.Resolve(spec);
   if (!probes.ok()) return probes.status();
   for (ProbeInfo& p : *probes) AddTraceFields(p);
   return probes;
@@ -57,8 +51,7 @@ Expected<std::vector<ProbeInfo>> TraceCatalog::Resolve(const std::string& spec) 
 
 std::vector<std::string> TraceCatalog::Nearest(const std::string& spec, size_t n) {
   std::vector<std::string> out;
-  ProbeCatalog& names = fallback_reason_.empty() ? live_ : table_;
-  for (std::string& name : names.Nearest(spec, n + 8)) {
+  for (std::string& name : syscalls_.Nearest(spec, n + 8)) {
     if (name.rfind("syscall:", 0) == 0 && out.size() < n) out.push_back(std::move(name));
   }
   return out;

@@ -17,7 +17,7 @@ class TraceCatalog : public ProbeCatalog {
   // `live` resolves the syscall probes (the system catalog); it must outlive this one. When it
   // cannot (no tracefs, no permission: reading a trace must not need root), fay's syscall table
   // describes them instead, and fallback_reason() says why.
-  explicit TraceCatalog(ProbeCatalog& live) : live_(live) {}
+  explicit TraceCatalog(ProbeCatalog& live) : syscalls_(live) {}
 
   // "syscall:..." specs, and the signals the thread took as the live tracepoint
   // kSignalDeliver (its sig, errno and code; the trace has no sigaction fields). Any other
@@ -34,12 +34,10 @@ class TraceCatalog : public ProbeCatalog {
   static constexpr std::string_view kSignalDeliver = "tracepoint:signal:signal_deliver";
   static ProbeInfo SignalProbe();
 
-  const std::string& fallback_reason() const { return fallback_reason_; }
+  const std::string& fallback_reason() const { return syscalls_.fallback_reason(); }
 
  private:
-  ProbeCatalog& live_;
-  SyscallTableCatalog table_;
-  std::string fallback_reason_;
+  SyscallFallbackCatalog syscalls_;  // live, or fay's table where tracefs cannot be read
 };
 
 }  // namespace fay

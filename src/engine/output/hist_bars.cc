@@ -13,13 +13,6 @@ namespace {
 constexpr int kBarWidth = 52;
 constexpr size_t kLabelWidth = 16;
 
-uint64_t Slot(const AggState& s, int i) {
-  uint64_t w = 0;
-  if (static_cast<size_t>(i + 1) * 8 <= s.bytes().size())
-    std::memcpy(&w, s.bytes().data() + i * 8, 8);
-  return w;
-}
-
 HistBucket Log2Bucket(int i) {
   HistBucket b;
   if (i == 0) {
@@ -79,7 +72,7 @@ std::vector<HistBucket> HistBuckets(const AggState& state) {
   int nslots = static_cast<int>(state.bytes().size() / 8);
   int first = -1, last = -1;
   for (int i = 0; i < nslots; ++i) {
-    if (Slot(state, i) == 0) continue;
+    if (state.Word(i) == 0) continue;
     if (first < 0) first = i;
     last = i;
   }
@@ -87,7 +80,7 @@ std::vector<HistBucket> HistBuckets(const AggState& state) {
   if (first < 0) return out;
   for (int i = first; i <= last; ++i) {
     HistBucket b = spec.func == AggFunc::kLhist ? LinearBucket(spec, i, nslots) : Log2Bucket(i);
-    b.count = Slot(state, i);
+    b.count = state.Word(i);
     out.push_back(std::move(b));
   }
   return out;
