@@ -148,17 +148,4 @@ Expected<int> TaskCommOffset() {
   return o.comm;
 }
 
-bool PlanReadsComm(const Plan& plan) {
-  bool found = false;
-  std::function<void(const Expr*)> visit = [&](const Expr* e) {
-    if (!e) return;
-    if (e->kind == ExprKind::kField && e->name == "comm") found = true;
-    for (const auto& k : e->kids) visit(k.get());
-  };
-  visit(plan.predicate);
-  for (const auto& k : plan.keys) visit(k.expr);
-  for (const auto& a : plan.aggs) visit(a.item->arg.get());
-  return found;
-}
-
 }  // namespace fay::bpf

@@ -40,7 +40,4 @@ Expected<TaskOffsets> TaskStructOffsets();
 // Byte offset of task_struct.comm; kNotFound when the kernel has no BTF.
 Expected<int> TaskCommOffset();
 
-// Whether any expression of the plan reads `comm` (the only reason to pay for parsing BTF).
-bool PlanReadsComm(const Plan& plan);
-
 }  // namespace fay::bpf

@@ -156,16 +156,24 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
   //    query's sys_enter program sees it;
   //  - dropping a freed task goes last, so the query's sched_process_free program still sees
   //    the task in scope.
+  //  - where one probe both reads a state (the query) and remembers it (a state pipeline),
+  //    the read runs first and sees the value from before this event. A tracepoint runs its
+  //    programs first attached first, but a function's uprobes run last attached first.
   std::vector<size_t> order;
-  auto add = [&](ProgRole role) {
-    for (size_t i = 0; i < gen_.programs.size(); ++i)
-      if (gen_.programs[i].attach.role == role) order.push_back(i);
+  auto add = [&](ProgRole role, int uprobes) {
+    for (size_t i = 0; i < gen_.programs.size(); ++i) {
+      const Attachment& a = gen_.programs[i].attach;
+      const bool uprobe = a.kind == AttachKind::kUprobe || a.kind == AttachKind::kUprobeMulti;
+      if (a.role == role && (uprobes < 0 || uprobe == (uprobes == 1))) order.push_back(i);
+    }
   };
-  add(ProgRole::kScopeFork);
-  add(ProgRole::kScopeStart);
-  add(ProgRole::kEntry);
-  add(ProgRole::kMain);
-  add(ProgRole::kScopeFree);
+  add(ProgRole::kScopeFork, -1);
+  add(ProgRole::kScopeStart, -1);
+  add(ProgRole::kEntry, -1);
+  add(ProgRole::kRemember, 1);
+  add(ProgRole::kMain, -1);
+  add(ProgRole::kRemember, 0);
+  add(ProgRole::kScopeFree, -1);
 
   // One probe of many that the kernel refuses (an instruction a uprobe cannot replace, an
   // event that admits no program) is skipped with a warning; only a query left with nothing to
@@ -180,6 +188,18 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
                                            "attached); nothing was traced",
                                            done, order.size()));
     ++done;
+    if (a.role == ProgRole::kRemember) {
+      // A state pipeline's probes are all needed: none is skipped.
+      const Plan& sp = *plan_.states[static_cast<size_t>(a.state)];
+      auto link = AttachPoint(prog, a, sp);
+      if (!link.ok())
+        return Status(link.status().code(),
+                      fmt::format("{} (remember {}): {}",
+                                  a.probe_index >= 0 ? sp.probes[a.probe_index].name : a.name,
+                                  sp.remember_name, link.status().message()));
+      links_.push_back(std::move(link).value());
+      continue;
+    }
     if (a.probe_index >= 0 && skipped[a.probe_index]) continue;
     auto elsewhere = [this](int probe) {
       return probe >= 0 && static_cast<size_t>(probe) < elsewhere_.size() && elsewhere_[probe];
@@ -193,35 +213,13 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
         if (!elsewhere(p)) kept.probes.push_back(p);
       if (kept.probes.empty()) continue;
     }
-    Expected<Link> link = Status();
-    switch (a.kind) {
-      case AttachKind::kTracepoint: {
-        FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));
-        link = AttachTracepoint(prog, id, "tracepoint " + a.category + ":" + a.name);
-        break;
-      }
-      case AttachKind::kRawSyscalls:
-        link = AttachRawTracepoint(prog, a.name);
-        break;
-      case AttachKind::kUprobeMulti:
-        link = AttachUprobeGroup(prog, a, elsewhere_.empty() ? a.probes : kept.probes);
-        break;
-      case AttachKind::kUprobe: {
-        const ProbeInfo& p = plan_.probes[a.probe_index];
-        link = AttachUprobe(prog, p.path, p.file_offset, a.is_exit);
-        break;
-      }
-      case AttachKind::kPerfSoftware: {
-        const ProbeInfo& p = plan_.probes[a.probe_index];
-        if (p.kind == ProbeKind::kProfile)
-          link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, p.hz, 0);
-        else if (p.kind == ProbeKind::kSoftware)
-          link = AttachPerfSoftware(prog, p.perf_config, 0, p.period_events);
-        else
-          link = AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, 0, p.period_ns, 0);
-        break;
-      }
-    }
+    // An unknown tracepoint fails the query; only the kernel's refusal to attach is skipped.
+    if (a.kind == AttachKind::kTracepoint)
+      if (auto id = TracepointId(a.category, a.name); !id.ok()) return id.status();
+    Expected<Link> link =
+        a.kind == AttachKind::kUprobeMulti
+            ? AttachUprobeGroup(prog, a, elsewhere_.empty() ? a.probes : kept.probes)
+            : AttachPoint(prog, a, plan_);
     if (!link.ok()) {
       bool skippable = a.probe_index >= 0 && plan_.probes.size() > 1 &&
                        (a.kind == AttachKind::kTracepoint || a.kind == AttachKind::kUprobe);
@@ -248,17 +246,49 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
   return Status::Ok();
 }
 
+// One program at its point; a uprobe_multi program at every function of Attachment::probes.
+// `owner` is the plan whose probes the attachment's indices name.
+Expected<Link> LiveQuery::AttachPoint(const Program& prog, const Attachment& a,
+                                      const Plan& owner) {
+  switch (a.kind) {
+    case AttachKind::kTracepoint: {
+      FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));
+      return AttachTracepoint(prog, id, "tracepoint " + a.category + ":" + a.name);
+    }
+    case AttachKind::kRawSyscalls:
+      return AttachRawTracepoint(prog, a.name);
+    case AttachKind::kUprobeMulti: {
+      std::vector<uint64_t> offsets, cookies;
+      for (int p : a.probes) {
+        offsets.push_back(owner.probes[static_cast<size_t>(p)].file_offset);
+        cookies.push_back(static_cast<uint64_t>(p));
+      }
+      return AttachUprobeMulti(prog, a.name, offsets, cookies, a.is_exit);
+    }
+    case AttachKind::kUprobe: {
+      const ProbeInfo& p = owner.probes[static_cast<size_t>(a.probe_index)];
+      return AttachUprobe(prog, p.path, p.file_offset, a.is_exit);
+    }
+    case AttachKind::kPerfSoftware: {
+      const ProbeInfo& p = owner.probes[static_cast<size_t>(a.probe_index)];
+      if (p.kind == ProbeKind::kProfile)
+        return AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, p.hz, 0);
+      if (p.kind == ProbeKind::kSoftware)
+        return AttachPerfSoftware(prog, p.perf_config, 0, p.period_events);
+      return AttachPerfSoftware(prog, PERF_COUNT_SW_CPU_CLOCK, 0, p.period_ns, 0);
+    }
+  }
+  return Status(Code::kInternal, "unknown attach kind");
+}
+
 // One uprobe_multi link for `probes`. The kernel attaches all or none, so when it refuses, the
 // group is split in halves until the functions it refuses are alone; those are skipped with a
 // warning naming them, and every other function still shares a few links.
 Expected<Link> LiveQuery::AttachUprobeGroup(const Program& prog, const Attachment& a,
                                             const std::vector<int>& probes) {
-  std::vector<uint64_t> offsets, cookies;
-  for (int p : probes) {
-    offsets.push_back(plan_.probes[p].file_offset);
-    cookies.push_back(static_cast<uint64_t>(p));
-  }
-  auto link = AttachUprobeMulti(prog, a.name, offsets, cookies, a.is_exit);
+  Attachment part = a;
+  part.probes = probes;
+  auto link = AttachPoint(prog, part, plan_);
   if (link.ok() || probes.size() == 1) {
     if (!link.ok() && plan_.probes.size() > 1) {
       std::string msg = link.status().message();
@@ -485,6 +515,8 @@ void AddStatCounters(const uint64_t* c, RunStats* st) {
   st->map_busy += c[kStatMapBusy];
   st->map_errors += c[kStatMapErrors];
   st->no_entry += c[kStatNoEntry];
+  st->state_full += c[kStatStateFull];
+  st->no_state += c[kStatNoState];
 }
 
 RunStats LiveQuery::Stats() const {

@@ -87,6 +87,7 @@ class LiveQuery {
   Status LoadWith(const CodegenOptions& options);
   Expected<Link> AttachUprobeGroup(const Program& prog, const Attachment& a,
                                    const std::vector<int>& probes);
+  Expected<Link> AttachPoint(const Program& prog, const Attachment& a, const Plan& owner);
   Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
   // The processes (tgids) of the stack keys in raw key bytes.
   void StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const;

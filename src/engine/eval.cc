@@ -261,6 +261,11 @@ Expected<Value> EvalExpr(const Expr& e, const Event& ev, const ProbeInfo& probe)
       return EvalBinary(e, ev, probe);
     case ExprKind::kIn:
       return EvalIn(e, ev, probe);
+    case ExprKind::kState:
+      if (!ev.state_values || e.read_slot < 0 ||
+          static_cast<size_t>(e.read_slot) >= ev.state_values->size())
+        return EvalError(e, "state read outside a plan that reads it");
+      return Value((*ev.state_values)[static_cast<size_t>(e.read_slot)]);
   }
   return EvalError(e, "unknown expression kind");
 }

@@ -6,7 +6,100 @@
 
 namespace fay {
 
-Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed) : plan_(plan), rng_(sample_seed) {}
+Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed)
+    : plan_(plan), rng_(sample_seed), states_(plan.states.size()) {
+  for (size_t i = 0; i < plan.states.size(); ++i) state_rngs_.emplace_back(sample_seed + i + 1);
+}
+
+namespace {
+
+// The event's time (its `time` field), 0 when the probe has none.
+uint64_t EventTime(const Event& e, const ProbeInfo& probe) {
+  for (size_t i = 0; i < probe.fields.size() && i < e.values.size(); ++i)
+    if (probe.fields[i].source == FieldSource::kTime)
+      if (const auto* t = std::get_if<int64_t>(&e.values[i])) return static_cast<uint64_t>(*t);
+  return 0;
+}
+
+}  // namespace
+
+void Interpreter::Remember(size_t state, const Event& e) {
+  if (state >= plan_.states.size()) return;
+  const Plan& sp = *plan_.states[state];
+  if (e.probe_index < 0 || static_cast<size_t>(e.probe_index) >= sp.probes.size()) return;
+  const ProbeInfo& probe = sp.probes[static_cast<size_t>(e.probe_index)];
+  if (sp.predicate) {
+    auto v = EvalExpr(*sp.predicate, e, probe);
+    if (!v.ok()) {
+      Fail(v.status());
+      return;
+    }
+    if (!Truthy(*v)) return;
+  }
+  if (sp.sample_den > 0 && sp.sample_num < sp.sample_den &&
+      state_rngs_[state]() % sp.sample_den >= sp.sample_num)
+    return;
+  std::vector<int64_t> key;
+  for (const Slot& k : sp.keys) {
+    auto v = EvalExpr(*k.expr, e, probe);
+    if (!v.ok()) {
+      Fail(v.status());
+      return;
+    }
+    key.push_back(std::get<int64_t>(*v));
+  }
+  auto value = EvalExpr(*sp.remember_value, e, probe);
+  if (!value.ok()) {
+    Fail(value.status());
+    return;
+  }
+  auto& map = states_[state];
+  const Stored stored{std::get<int64_t>(*value), EventTime(e, probe)};
+  auto it = map.find(key);
+  if (it != map.end()) {
+    it->second = stored;
+    return;
+  }
+  // Mirrors the probe's map: a hash map refuses a new key when full; the LRU map of a `for`
+  // pipeline makes room by dropping its oldest value.
+  if (plan_.max_keys > 0 && map.size() >= plan_.max_keys) {
+    if (!sp.remember_ttl_ns) {
+      ++stats_.state_full;
+      return;
+    }
+    auto oldest = map.begin();
+    for (auto i = map.begin(); i != map.end(); ++i)
+      if (i->second.time_ns < oldest->second.time_ns) oldest = i;
+    map.erase(oldest);
+  }
+  map.emplace(std::move(key), stored);
+}
+
+bool Interpreter::ReadStates(const Event& e) {
+  const ProbeInfo& probe = plan_.probes[static_cast<size_t>(e.probe_index)];
+  state_values_.resize(plan_.state_reads.size());
+  const uint64_t now = EventTime(e, probe);
+  for (size_t r = 0; r < plan_.state_reads.size(); ++r) {
+    const Expr& read = *plan_.state_reads[r];
+    std::vector<int64_t> key;
+    for (const ExprPtr& k : read.kids) {
+      auto v = EvalExpr(*k, e, probe);
+      if (!v.ok()) return Fail(v.status());
+      key.push_back(std::get<int64_t>(*v));
+    }
+    const size_t state = static_cast<size_t>(read.state);
+    auto& map = states_[state];
+    auto it = map.find(key);
+    const uint64_t ttl = plan_.states[state]->remember_ttl_ns;
+    if (it == map.end() || (ttl && now > it->second.time_ns && now - it->second.time_ns > ttl)) {
+      ++stats_.no_state;
+      return false;
+    }
+    state_values_[r] = it->second.value;
+    if (!ttl) map.erase(it);
+  }
+  return true;
+}
 
 bool Interpreter::Fail(const Status& st) {
   if (first_error_.ok()) first_error_ = st;
@@ -18,9 +111,16 @@ bool Interpreter::Admit(const Event& e) {
   if (e.probe_index < 0 || static_cast<size_t>(e.probe_index) >= plan_.probes.size()) {
     return Fail(Error(Code::kInternal, fmt::format("event of unknown probe {}", e.probe_index)));
   }
+  // The states are read before the predicate, as the probe does: a read takes its value
+  // whether or not the event then passes `where`.
+  if (!plan_.state_reads.empty()) {
+    if (!ReadStates(e)) return false;
+    with_states_ = e;
+    with_states_.state_values = &state_values_;
+  }
   // The predicate runs before sampling, so the sample is a fraction of the matching events.
   if (plan_.predicate) {
-    auto v = EvalExpr(*plan_.predicate, e, plan_.probes[e.probe_index]);
+    auto v = EvalExpr(*plan_.predicate, Current(e), plan_.probes[e.probe_index]);
     if (!v.ok()) return Fail(v.status());
     if (!Truthy(*v)) return false;
   }
@@ -61,8 +161,10 @@ bool Interpreter::UpdateAgg(AggState& state, const AggSlot& slot, const Event& e
   return Fail(Error(Code::kInternal, fmt::format("cannot aggregate '{}': a stack", arg.text)));
 }
 
-void Interpreter::Process(const Event& e) {
-  if (!Admit(e)) return;
+void Interpreter::Process(const Event& in) {
+  if (!Admit(in)) return;
+  // An event that read states evaluates its keys and aggregates with their values.
+  const Event& e = Current(in);
   const ProbeInfo& probe = plan_.probes[e.probe_index];
   // key_ holds the previous event's key while last_ is valid; only a changed key is looked up.
   bool changed = key_.size() != plan_.keys.size();
@@ -102,6 +204,8 @@ void Interpreter::Merge(Interpreter& other) {
   stats_.dropped += other.stats_.dropped;
   stats_.map_full += other.stats_.map_full;
   stats_.read_errors += other.stats_.read_errors;
+  stats_.state_full += other.stats_.state_full;
+  stats_.no_state += other.stats_.no_state;
   if (first_error_.ok() && !other.first_error_.ok()) first_error_ = other.first_error_;
   for (auto& [key, states] : other.groups_) {
     auto it = groups_.find(key);
@@ -136,8 +240,9 @@ ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
   return rs;
 }
 
-std::optional<std::vector<Value>> Interpreter::Select(const Event& e) {
-  if (!Admit(e)) return std::nullopt;
+std::optional<std::vector<Value>> Interpreter::Select(const Event& in) {
+  if (!Admit(in)) return std::nullopt;
+  const Event& e = Current(in);
   const ProbeInfo& probe = plan_.probes[e.probe_index];
   std::vector<Value> row;
   row.reserve(plan_.keys.size());

@@ -30,6 +30,11 @@ class Interpreter {
   ResultSet TakeWindow(uint64_t window_end_ns);
   // kSelect: the selected columns, or nullopt when the event is filtered out (or not evaluable).
   std::optional<std::vector<Value>> Select(const Event& e);
+  // An event of state pipeline `state` (Plan::states; its probe_index is into that plan's
+  // probes) at time `now_ns`: stores its value, as the pipeline's probe does. The query's own
+  // events read those values; give each event to the query before its state pipelines, so a
+  // probe that does both reads the value from before its own event.
+  void Remember(size_t state, const Event& e);
 
   // Folds another interpreter's current window into this one (same plan): the parallel
   // readers of a trace each run one interpreter over their chunks, then merge.
@@ -42,7 +47,14 @@ class Interpreter {
   static constexpr uint64_t kDefaultSampleSeed = 0x66617921;
 
  private:
-  bool Admit(const Event& e);  // counts, predicate, sample
+  bool Admit(const Event& e);  // counts, state reads, predicate, sample
+  // The event's state reads into state_values_, taking each value read; false when one is
+  // missing or expired.
+  bool ReadStates(const Event& e);
+  // The admitted event `in`, with its state values when the plan reads states.
+  const Event& Current(const Event& in) const {
+    return plan_.state_reads.empty() ? in : with_states_;
+  }
   bool Fail(const Status& st);
   bool UpdateAgg(AggState& state, const AggSlot& slot, const Event& e);
 
@@ -58,6 +70,15 @@ class Interpreter {
   std::vector<Value> key_;
   Value arg_;
   Groups::iterator last_ = groups_.end();
+  // State across probes, as the probe's maps keep it: per state pipeline, key -> {value, time}.
+  struct Stored {
+    int64_t value = 0;
+    uint64_t time_ns = 0;
+  };
+  std::vector<std::map<std::vector<int64_t>, Stored>> states_;
+  std::vector<int64_t> state_values_;
+  Event with_states_;
+  std::vector<std::mt19937_64> state_rngs_;
 };
 
 }  // namespace fay

@@ -37,6 +37,8 @@ struct Event {
   std::vector<Value> values;  // parallel to ProbeInfo::fields
   // For user_ptr fields: the string str() reads at that address (empty when unreadable).
   std::vector<std::string> user_strings;  // parallel to ProbeInfo::fields; may be empty
+  // The values of the plan's state reads (Plan::state_reads) for this event, when it has any.
+  const std::vector<int64_t>* state_values = nullptr;
 };
 
 struct Row {
@@ -71,6 +73,8 @@ struct RunStats {
   uint64_t map_busy = 0;    // a probe nested on the same CPU found the map's bucket locked
   uint64_t map_errors = 0;  // any other refused insert, e.g. no memory for a new key
   uint64_t no_entry = 0;    // returns whose entry was never seen (calls in flight at attach)
+  uint64_t state_full = 0;  // a state pipeline's value not stored: its map held --max-keys
+  uint64_t no_state = 0;    // events dropped because a state they read was not there
 };
 
 }  // namespace fay

@@ -137,6 +137,8 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
         fmt::format("{} is a static executable, which loads no runtime library",
                     options.pid ? fmt::format("process {}", options.pid) : options.command_exe));
 
+  if (!plan.states.empty())
+    return all_kernel("the query remembers state across probes, which the kernel keeps");
   // The same plan compiled for the process: no scope (the runtime is only in the traced
   // processes), and the helpers a process has (no task_struct reads).
   bpf::CodegenOptions copt;

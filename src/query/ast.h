@@ -1,5 +1,7 @@
 // The query AST. The parser builds it; the semantic pass fills in the `resolved` parts.
 //
+//   program := (state ';')* query
+//   state   := source ('|' (where | sample))* '|' remember
 //   query   := source ('|' stage)*
 //   source  := probe_spec (',' probe_spec)*
 //   stage   := where | sample | aggregate | select | top | every | for
@@ -25,6 +27,7 @@ enum class ExprKind {
   kUnary,   // op: "-", "!", "~"; kids[0]
   kBinary,  // op: "+ - * / % & | ^ << >> == != < <= > >= && ||"; kids[0], kids[1]
   kIn,      // kids[0] in (kids[1..])
+  kState,   // name[kids...]: the value a state pipeline remembered under these keys
 };
 
 struct Expr {
@@ -46,6 +49,10 @@ struct Expr {
   std::vector<int> field_index;
   // `==`/`!=` between a string and a literal containing '*' or '?' is a glob match.
   bool is_glob = false;
+  // kState: the state pipeline (Query::states) that remembers `name`, and this read's place in
+  // Plan::state_reads (reads of the same text share one).
+  int state = -1;
+  int read_slot = -1;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -101,18 +108,36 @@ struct ForStage {
   uint64_t ns = 0;
 };
 
+// `remember EXPR as NAME [by KEY, ...] [for DURATION]`, the last stage of a state pipeline:
+// each event stores EXPR under its keys (the thread id when there is no `by`), for a later
+// pipeline to read as NAME[KEY, ...]. Without `for`, a read takes the value (deletes it); with
+// `for D`, values are kept and read as missing once older than D.
+struct RememberStage {
+  ExprPtr value;
+  std::string name;
+  SourceRange name_range;
+  std::vector<ExprPtr> keys;
+  uint64_t ttl_ns = 0;
+};
+
 using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
-                           EveryStage, ForStage>;
+                           EveryStage, ForStage, RememberStage>;
 
 struct StageNode {
   Stage stage;
   SourceRange range;  // the stage keyword through its last token
 };
 
+// State pipelines in one query: each has a map of its own in the probe.
+inline constexpr size_t kMaxStates = 4;
+
 struct Query {
   std::string text;  // the full source, for diagnostics
   std::vector<ProbeSpec> sources;
   std::vector<StageNode> stages;
+  // The state pipelines before the query's ';'s, in order. Each is a Query of its own whose
+  // last stage is a RememberStage; they have no states of their own.
+  std::vector<std::shared_ptr<Query>> states;
 };
 
 }  // namespace fay

@@ -56,7 +56,7 @@ std::string Printable(char c) {
 }
 
 constexpr const char* kTwoCharOps[] = {"||", "&&", "==", "!=", "<=", ">=", "<<", ">>"};
-constexpr std::string_view kOneCharOps = "|&^<>+-*/%!~(),.";
+constexpr std::string_view kOneCharOps = "|&^<>+-*/%!~(),.[];";
 
 }  // namespace
 
@@ -114,7 +114,7 @@ Expected<std::vector<ProbeSpec>> Lexer::ScanSource() {
     gap = false;
     return Status::Ok();
   };
-  while (pos_ < text_.size() && text_[pos_] != '|') {
+  while (pos_ < text_.size() && text_[pos_] != '|' && text_[pos_] != ';') {
     char c = text_[pos_];
     if (c == '#') {
       while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
@@ -134,7 +134,7 @@ Expected<std::vector<ProbeSpec>> Lexer::ScanSource() {
     if (gap) {
       size_t word_end = pos_;
       while (word_end < text_.size() && !IsSpace(text_[word_end]) &&
-             std::string_view(",|#").find(text_[word_end]) == std::string_view::npos)
+             std::string_view(",|;#").find(text_[word_end]) == std::string_view::npos)
         ++word_end;
       const std::string probe = text_.substr(first, last - first);
       return Fail(pos_, word_end,

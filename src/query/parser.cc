@@ -40,7 +40,7 @@ const AggDesc& Desc(AggFunc f) {
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
       "where", "sample", "select", "top",  "every", "for",      "count",   "sum",
-      "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct"};
+      "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct", "remember"};
   return words;
 }
 
@@ -62,20 +62,37 @@ class Parser {
  public:
   explicit Parser(const std::string& text) : text_(text), lex_(text_) {}
 
+  // Pipelines separated by ';': every one but the last is a state pipeline (it ends in
+  // `remember`), which the last one reads.
   Expected<std::shared_ptr<Query>> Parse() {
-    auto q = std::make_shared<Query>();
-    q->text = text_;
-    FAY_ASSIGN_OR_RETURN(q->sources, lex_.ScanSource());
-    FAY_RETURN_IF_ERROR(Advance());
-    while (cur_.kind != TokKind::kEnd) {
-      // ScanSource stops only at '|', and each stage must end at '|' or the end.
+    std::vector<std::shared_ptr<Query>> states;
+    while (true) {
+      auto q = std::make_shared<Query>();
+      q->text = text_;
+      FAY_ASSIGN_OR_RETURN(q->sources, lex_.ScanSource());
       FAY_RETURN_IF_ERROR(Advance());
-      if (cur_.kind == TokKind::kEnd) return Fail(cur_, "Expected a stage after '|'", kStageList);
-      StageNode node;
-      FAY_RETURN_IF_ERROR(ParseStage(&node));
-      q->stages.push_back(std::move(node));
+      // ScanSource stops only at '|' or ';', and each stage must end at '|', ';' or the end.
+      while (cur_.IsOp("|")) {
+        FAY_RETURN_IF_ERROR(Advance());
+        if (cur_.kind == TokKind::kEnd || cur_.IsOp(";"))
+          return Fail(cur_, "Expected a stage after '|'", kStageList);
+        StageNode node;
+        FAY_RETURN_IF_ERROR(ParseStage(&node));
+        q->stages.push_back(std::move(node));
+      }
+      if (cur_.kind == TokKind::kEnd) {
+        q->states = std::move(states);
+        return q;
+      }
+      // cur_ is ';' (ParseStage accepts nothing else): a state pipeline ends here.
+      if (q->stages.empty() || !std::holds_alternative<RememberStage>(q->stages.back().stage))
+        return Fail(cur_, "A pipeline before ';' must end with a remember stage",
+                    "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "
+                    "hist(time - t0[tid])");
+      states.push_back(std::move(q));
+      if (states.size() > kMaxStates)
+        return Fail(cur_, fmt::format("At most {} state pipelines in one query", kMaxStates));
     }
-    return q;
   }
 
  private:
@@ -201,6 +218,12 @@ class Parser {
         node->stage = EveryStage{ns};
       else
         node->stage = ForStage{ns};
+    } else if (word == "remember") {
+      FAY_RETURN_IF_ERROR(Advance());
+      RememberStage s;
+      FAY_RETURN_IF_ERROR(ParseRemember(&s));
+      node->stage = std::move(s);
+      expr_stage = true;
     } else if (AggFuncFromName(word, &func)) {
       what = "aggregate";
       AggregateStage s;
@@ -217,7 +240,7 @@ class Parser {
     }
     node->range = lex_.RangeOf(begin, prev_end_);
     after_expr_stage_ = expr_stage;
-    if (cur_.kind == TokKind::kEnd || cur_.IsOp("|")) return Status::Ok();
+    if (cur_.kind == TokKind::kEnd || cur_.IsOp("|") || cur_.IsOp(";")) return Status::Ok();
     std::string hint = "stages are separated by '|'";
     if (cur_.IsWord("and"))
       hint = "use '&&' for a logical and";
@@ -228,6 +251,36 @@ class Parser {
     else if (cur_.IsWord("as") && what != "select" && what != "aggregate")
       hint = "'as' names select columns, aggregates and keys";
     return Fail(cur_, fmt::format("Unexpected {} after the {} stage", Describe(cur_), what), hint);
+  }
+
+  // remember EXPR as NAME [by KEY, ...] [for DURATION]
+  Status ParseRemember(RememberStage* s) {
+    const char* usage = "e.g. remember time as t0 by tid, then read t0[tid] after ';'";
+    FAY_ASSIGN_OR_RETURN(s->value, ParseExpr());
+    if (!cur_.IsWord("as"))
+      return Fail(cur_, fmt::format("Expected 'as NAME' after remember's value, found {}",
+                                    Describe(cur_)),
+                  usage);
+    FAY_RETURN_IF_ERROR(Advance());
+    if (cur_.kind != TokKind::kIdent)
+      return Fail(cur_, fmt::format("Expected a name after 'as', found {}", Describe(cur_)), usage);
+    s->name = cur_.text;
+    s->name_range = cur_.range;
+    FAY_RETURN_IF_ERROR(Advance());
+    if (cur_.IsWord("by")) {
+      FAY_RETURN_IF_ERROR(Advance());
+      while (true) {
+        FAY_ASSIGN_OR_RETURN(ExprPtr k, ParseExpr());
+        s->keys.push_back(std::move(k));
+        if (!cur_.IsOp(",")) break;
+        FAY_RETURN_IF_ERROR(Advance());
+      }
+    }
+    if (cur_.IsWord("for")) {
+      FAY_RETURN_IF_ERROR(Advance());
+      FAY_ASSIGN_OR_RETURN(s->ttl_ns, ParseDuration("for"));
+    }
+    return Status::Ok();
   }
 
   Expected<uint64_t> ParseDuration(const std::string& stage) {
@@ -584,6 +637,22 @@ class Parser {
         }
       }
       FAY_RETURN_IF_ERROR(Expect(")", fmt::format("after the arguments of {}()", first.text)));
+      --depth_;
+    } else if (cur_.IsOp("[")) {
+      // A remembered value: name[key, ...].
+      e->kind = ExprKind::kState;
+      e->name = first.text;
+      NestGuard guard(&nesting_);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
+      FAY_RETURN_IF_ERROR(Advance());
+      ++depth_;
+      while (true) {
+        FAY_ASSIGN_OR_RETURN(ExprPtr key, ParseExpr());
+        e->kids.push_back(std::move(key));
+        if (!cur_.IsOp(",")) break;
+        FAY_RETURN_IF_ERROR(Advance());
+      }
+      FAY_RETURN_IF_ERROR(Expect("]", fmt::format("after the keys of {}[...]", first.text)));
       --depth_;
     } else {
       e->kind = ExprKind::kField;

@@ -27,7 +27,8 @@ struct AggSlot {
   int size = 0;    // see query/agg_layout.h
 };
 
-enum class PlanMode { kAggregate, kSelect };
+// kRemember: a state pipeline's plan, which stores `remember_value` under `keys`.
+enum class PlanMode { kAggregate, kSelect, kRemember };
 
 // How a probe gets attached. A program is generated per attachment.
 enum class AttachKind {
@@ -44,6 +45,7 @@ enum class ProgRole {
   kScopeFork,   // sched_process_fork: extends the traced set to the new task
   kScopeFree,   // sched_process_free: a task is gone for good; it leaves the set
   kScopeStart,  // raw sys_enter: a held `-c` command is traced from its first execve on
+  kRemember,    // a state pipeline's probe: stores its value (Attachment::state says which)
 };
 
 struct Attachment {
@@ -55,6 +57,8 @@ struct Attachment {
   // kUprobeMulti: the probes the one program serves; each is attached with its index as the
   // BPF cookie, which the program reads to know which function fired.
   std::vector<int> probes;
+  // kRemember: the state pipeline (Plan::states); probe_index and probes are into its plan.
+  int state = -1;
 };
 
 struct Plan {
@@ -80,11 +84,37 @@ struct Plan {
   std::vector<Attachment> attachments;
   uint32_t max_keys = 10240;
 
+  // State across probes: the pipelines before ';' (each a kRemember plan of its own probes),
+  // and the distinct reads of their values (Expr::read_slot) this plan's probes make. A read
+  // that finds nothing drops the event.
+  std::vector<std::shared_ptr<Plan>> states;
+  std::vector<const Expr*> state_reads;
+  // kRemember: what is stored under `keys`, its name, and how long it is kept (0: until read).
+  const Expr* remember_value = nullptr;
+  std::string remember_name;
+  uint64_t remember_ttl_ns = 0;
+
   // --- machine part
   int64_t top_n = 0;      // 0: all rows
   uint64_t every_ns = 0;  // 0: one window, printed at the end
   uint64_t for_ns = 0;    // 0: until Ctrl-C or the traced command exits
 };
+
+// Calls fn on every node of every expression the plan's probe part evaluates: the predicate,
+// a state pipeline's value, the keys (or selected columns) and the aggregates' arguments. Not
+// the state pipelines' (Plan::states): theirs index other probes.
+template <typename Fn>
+void VisitPlanExprs(const Plan& plan, Fn&& fn) {
+  auto walk = [&](const Expr* e, auto&& self) -> void {
+    if (!e) return;
+    fn(*e);
+    for (const auto& k : e->kids) self(k.get(), self);
+  };
+  walk(plan.predicate, walk);
+  walk(plan.remember_value, walk);
+  for (const Slot& s : plan.keys) walk(s.expr, walk);
+  for (const AggSlot& a : plan.aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
+}
 
 struct PlanOptions {
   uint32_t max_keys = 10240;

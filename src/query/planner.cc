@@ -46,12 +46,6 @@ int AggSize(const AggItem& a) {
   return 8;
 }
 
-void VisitExpr(const Expr* e, const std::function<void(const Expr&)>& fn) {
-  if (!e) return;
-  fn(*e);
-  for (const auto& k : e->kids) VisitExpr(k.get(), fn);
-}
-
 ExprPtr MakeField(const std::string& name, const std::vector<ProbeInfo>& probes) {
   auto e = std::make_unique<Expr>();
   e->kind = ExprKind::kField;
@@ -80,9 +74,7 @@ bool UsesExitFields(const Plan& plan) {
         uses = true;
     }
   };
-  VisitExpr(plan.predicate, check);
-  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
-  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+  VisitPlanExprs(plan, check);
   return uses;
 }
 
@@ -91,9 +83,7 @@ bool UsesLatency(const Plan& plan) {
   auto check = [&](const Expr& e) {
     if (e.kind == ExprKind::kField && e.name == "latency") uses = true;
   };
-  VisitExpr(plan.predicate, check);
-  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
-  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+  VisitPlanExprs(plan, check);
   return uses;
 }
 
@@ -131,9 +121,7 @@ void PlanEntryStrings(Plan& plan) {
       if (s->text == e.text && s->type == e.type) return;
     plan.entry_strings.push_back(&e);
   };
-  VisitExpr(plan.predicate, check);
-  for (const auto& k : plan.keys) VisitExpr(k.expr, check);
-  for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+  VisitPlanExprs(plan, check);
 }
 
 // Uprobes of one kind on one binary that can share a program (PlanOptions::uprobe_multi): the
@@ -223,17 +211,53 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
   }
 }
 
+
+// The distinct state reads of the plan's probe part, each numbered (Expr::read_slot).
+void PlanStateReads(Plan& plan) {
+  auto check = [&](const Expr& e) {
+    if (e.kind != ExprKind::kState) return;
+    auto& mut = const_cast<Expr&>(e);  // the plan owns the query
+    for (size_t i = 0; i < plan.state_reads.size(); ++i)
+      if (plan.state_reads[i]->text == e.text) mut.read_slot = static_cast<int>(i);
+    if (mut.read_slot >= 0) return;
+    mut.read_slot = static_cast<int>(plan.state_reads.size());
+    plan.state_reads.push_back(&e);
+  };
+  VisitPlanExprs(plan, check);
+}
+
 }  // namespace
 
 Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> probes,
-                         const PlanOptions& options) {
+                         const PlanOptions& options,
+                         std::vector<std::vector<ProbeInfo>> state_probes) {
   Plan plan;
   plan.query = query;
   plan.probes = std::move(probes);
   plan.max_keys = options.max_keys;
 
+  // Each state pipeline is a plan of its own. Its system calls attach to their own
+  // tracepoints: the shared raw_syscalls programs serve the query's probes.
+  PlanOptions state_options = options;
+  state_options.raw_syscalls_threshold = SIZE_MAX;
+  for (size_t i = 0; i < query->states.size() && i < state_probes.size(); ++i) {
+    FAY_ASSIGN_OR_RETURN(Plan sp, BuildPlan(query->states[i], std::move(state_probes[i]),
+                                            state_options));
+    if (sp.needs_exit)
+      return Error(Code::kInvalidArgument,
+                   fmt::format("the state pipeline of '{}' reads a uretprobe's arguments, which "
+                               "are gone at the return: remember them at the uprobe instead",
+                               sp.remember_name));
+    for (Attachment& a : sp.attachments) {
+      a.role = ProgRole::kRemember;
+      a.state = static_cast<int>(i);
+    }
+    plan.states.push_back(std::make_shared<Plan>(std::move(sp)));
+  }
+
   const AggregateStage* agg = nullptr;
   const SelectStage* sel = nullptr;
+  const RememberStage* remember = nullptr;
   for (const auto& node : query->stages) {
     if (auto* s = std::get_if<SampleStage>(&node.stage)) {
       // Only the ratio matters (the probe keeps an event when a random u32 is below
@@ -259,6 +283,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     }
     if (auto* a = std::get_if<AggregateStage>(&node.stage)) agg = a;
     if (auto* s = std::get_if<SelectStage>(&node.stage)) sel = s;
+    if (auto* r = std::get_if<RememberStage>(&node.stage)) remember = r;
     if (auto* t = std::get_if<TopStage>(&node.stage)) plan.top_n = t->n;
     if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
@@ -304,7 +329,19 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   };
 
   int offset = 0;
-  if (agg) {
+  if (remember) {
+    plan.mode = PlanMode::kRemember;
+    plan.remember_value = remember->value.get();
+    plan.remember_name = remember->name;
+    plan.remember_ttl_ns = remember->ttl_ns;
+    for (const auto& k : remember->keys) add_slot(k.get(), k->text, offset);
+    if (remember->keys.empty()) {
+      plan.owned.push_back(MakeField("tid", plan.probes));
+      add_slot(plan.owned.back().get(), "tid", offset);
+    }
+    plan.key_size = offset;
+    plan.value_size = 16;  // the value, then the time it was stored
+  } else if (agg) {
     plan.mode = PlanMode::kAggregate;
     for (const auto& k : agg->keys) add_slot(k.expr.get(), k.name, offset);
     plan.key_size = offset == 0 ? 8 : offset;
@@ -354,9 +391,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     auto check = [&](const Expr& e) {
       if (e.kind == ExprKind::kField && e.name.rfind("arg", 0) == 0) uses = true;
     };
-    VisitExpr(plan.predicate, check);
-    for (const auto& k : plan.keys) VisitExpr(k.expr, check);
-    for (const auto& a : plan.aggs) VisitExpr(a.item->arg.get(), check);
+    VisitPlanExprs(plan, check);
     return uses;
   };
   for (const auto& p : plan.probes)
@@ -364,6 +399,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   for (const auto& p : plan.probes)
     if (p.kind == ProbeKind::kUretprobe && UsesLatency(plan)) plan.needs_exit = true;
   if (plan.needs_exit) PlanEntryStrings(plan);
+  PlanStateReads(plan);
   PlanAttachments(plan, options);
   return plan;
 }

@@ -10,8 +10,10 @@
 namespace fay {
 
 // `probes` is what the semantic pass resolved for `query`; Expr::field_index is parallel to it.
+// `state_probes` are those of query->states, in order.
 Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> probes,
-                         const PlanOptions& options = {});
+                         const PlanOptions& options = {},
+                         std::vector<std::vector<ProbeInfo>> state_probes = {});
 
 // Human-readable plan for `fay explain`.
 std::string DescribePlan(const Plan& plan);

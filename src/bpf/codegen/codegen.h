@@ -34,7 +34,8 @@ enum MapId {
   kMapCacheB,      // the same for window B
   kMapScopeGen,    // ARRAY[1] u64: bumped whenever the traced set changes
   kMapScopeCache,  // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
-  kMapCount,
+  kMapState0,      // HASH (LRU_HASH with `for`) key -> {value, time stored}: state pipeline 0
+  kMapCount = kMapState0 + kMaxStates,
 };
 
 enum StatIndex {
@@ -46,7 +47,9 @@ enum StatIndex {
   kStatMapBusy,    // a new key refused: -EBUSY, a probe nested on this CPU holds the lock
   kStatMapErrors,  // a new key refused for another reason (-ENOMEM: no free element)
   kStatNoEntry,    // an exit whose entry state is missing
-  kStatCount = 8,
+  kStatStateFull,  // a state pipeline's value not stored: its map is full
+  kStatNoState,    // an event dropped: a state it reads is not there (or expired)
+  kStatCount = 10,
 };
 
 constexpr int kMaxSyscalls = 512;

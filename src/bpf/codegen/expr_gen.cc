@@ -180,6 +180,13 @@ void GenIntExpr(Gen& g, const Expr& expr) {
       else
         GenIntIn(g, expr);
       return;
+    case ExprKind::kState:
+      if (expr.read_slot < 0 || static_cast<size_t>(expr.read_slot) >= g.state_slots.size()) {
+        g.Fail(fmt::format("internal: state read '{}' was not loaded", expr.text));
+        return;
+      }
+      e.Load(8, R7, R10, g.state_slots[static_cast<size_t>(expr.read_slot)]);
+      return;
     case ExprKind::kString:
     case ExprKind::kCall:
       g.Fail(fmt::format("internal: '{}' is not an integer expression", expr.text));

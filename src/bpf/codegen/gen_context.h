@@ -59,6 +59,8 @@ class Gen {
   bool raw_ctx = false;    // R6 is the record built in scratch; the real context is at kFpCtx
   int raw_record_off = 0;  // that record, inside scratch
   Label exit_label;
+  // Where each of plan.state_reads sits on the stack once GenStateReads has read it.
+  std::vector<int16_t> state_slots;
 
   // 8-byte stack temporaries, allocated and released in LIFO order.
   int16_t AllocTemp() {
@@ -115,6 +117,9 @@ void GenBuildKey(Gen& g);                         // plan.keys into R9+0
 void GenAggregate(Gen& g);                        // find/insert the key, update states
 void GenSelect(Gen& g);                           // ring-buffer record of plan.keys
 void GenBumpStat(Gen& g, StatIndex which);        // per-CPU counter += 1
+void GenSample(Gen& g);                           // exit unless the event is sampled
+void GenRemember(Gen& g);                         // a state pipeline's store (state_gen.cc)
+void GenStateReads(Gen& g);                       // plan.state_reads onto the stack
 // The tail of a test that jumps to `yes` when true: R7 = 0 where the code falls through to
 // here, R7 = 1 at `yes`.
 void GenBoolTail(Gen& g, Label yes);

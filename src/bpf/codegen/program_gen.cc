@@ -132,16 +132,16 @@ void GenRawArgs(Gen& g) {
   }
 }
 
+// Whether some seen events do not match: without a filter user space copies the count.
+bool CountsMatched(const Plan& plan) {
+  return plan.predicate || plan.sample_num < plan.sample_den || !plan.state_reads.empty();
+}
+
 bool PlanReadsArgs(const Plan& plan) {
   bool found = false;
-  std::function<void(const Expr*)> visit = [&](const Expr* e) {
-    if (!e) return;
-    if (e->kind == ExprKind::kField && e->name.rfind("args.", 0) == 0) found = true;
-    for (const auto& k : e->kids) visit(k.get());
-  };
-  visit(plan.predicate);
-  for (const auto& k : plan.keys) visit(k.expr);
-  for (const auto& a : plan.aggs) visit(a.item->arg.get());
+  VisitPlanExprs(plan, [&](const Expr& e) {
+    if (e.kind == ExprKind::kField && e.name.rfind("args.", 0) == 0) found = true;
+  });
   return found;
 }
 
@@ -324,6 +324,8 @@ void GenFetchEntry(Gen& g) {
   g.has_entry = true;
 }
 
+}  // namespace
+
 void GenSample(Gen& g) {
   const Plan& plan = g.plan;
   if (plan.sample_num >= plan.sample_den) return;
@@ -335,6 +337,8 @@ void GenSample(Gen& g) {
   e.JmpIf(BPF_JGE, R0, R1, g.exit_label);
 }
 
+namespace {
+
 void GenMainBody(Gen& g) {
   Emitter& e = g.e;
   bool paired = g.attach.is_exit && g.plan.needs_exit;
@@ -343,6 +347,7 @@ void GenMainBody(Gen& g) {
   else
     GenScope(g);
   GenBumpStat(g, kStatSeen);
+  GenStateReads(g);
   if (g.plan.predicate) {
     e.Comment("where " + g.plan.predicate->text);
     GenIntExpr(g, *g.plan.predicate);
@@ -350,7 +355,7 @@ void GenMainBody(Gen& g) {
   }
   GenSample(g);
   // Without a filter every seen event matches; user space copies the count.
-  if (g.plan.predicate || g.plan.sample_num < g.plan.sample_den) GenBumpStat(g, kStatMatched);
+  if (CountsMatched(g.plan)) GenBumpStat(g, kStatMatched);
   if (g.plan.mode == PlanMode::kAggregate)
     GenAggregate(g);
   else
@@ -497,10 +502,14 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
       if (!attach.is_exit && (attach.role == ProgRole::kEntry || PlanReadsArgs(plan)))
         GenRawArgs(g);
     }
-    if (attach.role == ProgRole::kEntry)
+    if (attach.role == ProgRole::kEntry) {
       GenEntryBody(g);
-    else
+    } else if (attach.role == ProgRole::kRemember) {
+      GenScope(g);
+      GenRemember(g);
+    } else {
       GenMainBody(g);
+    }
   }
   e.Bind(g.exit_label);
   e.MovImm(R0, 0);
@@ -512,6 +521,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
   prog.type = ProgType(attach.kind);
   if (attach.kind == AttachKind::kUprobeMulti) prog.expected_attach_type = kAttachUprobeMulti;
   const char* role = attach.role == ProgRole::kEntry        ? "entry"
+                     : attach.role == ProgRole::kRemember   ? "state"
                      : attach.role == ProgRole::kScopeFork  ? "fork"
                      : attach.role == ProgRole::kScopeFree  ? "free"
                      : attach.role == ProgRole::kScopeStart ? "start"
@@ -550,7 +560,10 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   auto set = [&](MapId id, bpf_map_type type, const char* name, uint32_t k, uint32_t v,
                  uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n, 0}; };
 
-  int entry_off = RoundUp8(std::max(plan.key_size, 8));
+  // The key area at the start of scratch also holds a state pipeline's key and value.
+  int key_area = std::max(plan.key_size, 8);
+  for (const auto& sp : plan.states) key_area = std::max(key_area, sp->key_size + sp->value_size);
+  int entry_off = RoundUp8(key_area);
   const EntryLayout entry = LayOutEntry(plan);
   int raw_record_off = entry_off + entry.size;
   int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize;
@@ -585,7 +598,14 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     set(kMapScopeGen, BPF_MAP_TYPE_ARRAY, "fay_scope_gen", 4, 8, 1);
     set(kMapScopeCache, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scope_cache", 4, 24, 1);
   }
-  q.counts_matched = plan.predicate || plan.sample_num < plan.sample_den;
+  q.counts_matched = CountsMatched(plan);
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    const Plan& sp = *plan.states[i];
+    set(static_cast<MapId>(kMapState0 + i),
+        sp.remember_ttl_ns ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
+        fmt::format("fay_state_{}", i).c_str(), static_cast<uint32_t>(sp.key_size), 16,
+        plan.max_keys);
+  }
   // Small keys and states go through the per-CPU cache; big ones (histograms, sketches)
   // would make it too large to be worth it.
   int cache_entry = 8 + plan.key_size + plan.value_size;
@@ -615,6 +635,14 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(plan, options, a, entry_off, raw_record_off,
                                                str_base, n++, q.uses_cache));
     q.programs.push_back(std::move(prog));
+  }
+  // The state pipelines' programs, each generated against its own plan's probes.
+  for (const auto& sp : plan.states) {
+    for (const auto& a : sp->attachments) {
+      FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(*sp, options, a, entry_off, raw_record_off,
+                                                 str_base, n++, false));
+      q.programs.push_back(std::move(prog));
+    }
   }
   return q;
 }

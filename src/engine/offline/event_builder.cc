@@ -14,23 +14,6 @@ bool IsLow32(const Field& f) {
          f.c_type == "uid_t" || f.c_type == "gid_t" || f.c_type == "u32";
 }
 
-// Every expression a plan evaluates: the predicate, the keys or selected columns, the
-// aggregates' arguments.
-template <typename Fn>
-void Walk(const Expr& e, Fn&& fn) {
-  fn(e);
-  for (const auto& k : e.kids) Walk(*k, fn);
-}
-
-template <typename Fn>
-void WalkPlan(const Plan& plan, Fn&& fn) {
-  if (plan.predicate) Walk(*plan.predicate, fn);
-  for (const Slot& s : plan.keys)
-    if (s.expr) Walk(*s.expr, fn);
-  for (const AggSlot& a : plan.aggs)
-    if (a.item && a.item->arg) Walk(*a.item->arg, fn);
-}
-
 }  // namespace
 
 int64_t ArgValue(const Field& f, uint64_t raw) {
@@ -57,7 +40,7 @@ EventBuilder::EventBuilder(const Plan& plan) {
     pp.event.probe_index = static_cast<int>(p);
     pp.event.values.resize(probe.fields.size(), Value(int64_t{0}));
     std::vector<bool> used(probe.fields.size()), str_used(probe.fields.size());
-    WalkPlan(plan, [&](const Expr& e) {
+    VisitPlanExprs(plan, [&](const Expr& e) {
       if (e.kind == ExprKind::kField && p < e.field_index.size() && e.field_index[p] >= 0)
         used[e.field_index[p]] = true;
       if (e.kind == ExprKind::kCall && e.name == "str" && !e.kids.empty() &&

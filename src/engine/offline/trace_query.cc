@@ -120,8 +120,17 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     event_chunks += c.type == trace::ChunkType::kEvents;
   threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(1, event_chunks)));
   // Signals take their thread's comm from the calls before them: read in file order.
-  const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || builder.needs_paths() ||
-                       builder.signal_probe() >= 0;
+  // State pipelines' events build against their own plans; states need the calls in order.
+  std::vector<std::unique_ptr<EventBuilder>> state_builders;
+  bool state_paths = false, state_bytes = false;
+  for (const auto& sp : plan.states) {
+    state_builders.push_back(std::make_unique<EventBuilder>(*sp));
+    state_paths |= state_builders.back()->needs_paths();
+    state_bytes |= state_builders.back()->needs_bytes();
+  }
+  const bool needs_paths = builder.needs_paths() || state_paths;
+  const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || needs_paths ||
+                       builder.signal_probe() >= 0 || !plan.states.empty();
   uint64_t last_ns = o.from_ns ? o.from_ns : info.anchor_monotonic_ns;
   for (const trace::ChunkRef& c : reader.chunks())
     if (c.indexed) last_ns = std::max(last_ns, c.last_ns);
@@ -138,10 +147,10 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
 
   Interpreter interp(plan);
   FdPaths paths;
-  if (builder.needs_paths()) paths.SetCwd(info.root_pid, info.cwd);
+  if (needs_paths) paths.SetCwd(info.root_pid, info.cwd);
   trace::ReadFilter filter;
   // The fd table must see the opens before the range too.
-  if (!builder.needs_paths()) {
+  if (!needs_paths) {
     filter.from_ns = o.from_ns;
     filter.to_ns = o.to_ns;
   }
@@ -168,14 +177,23 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   };
   std::unordered_map<int32_t, ThreadIds> thread_ids;
   const bool signals = builder.signal_probe() >= 0;
+  // A state pipeline remembers at a call's entry, as its probe does; the query reads at the
+  // entry, or at the exit when it needs one, so a call both remembers and reads in that order.
+  auto remember = [&](const SyscallEvent& ev, std::string_view p) {
+    for (size_t i = 0; i < state_builders.size(); ++i)
+      if (state_builders[i]->ProbeOf(ev.nr) >= 0)
+        interp.Remember(i, state_builders[i]->Build(ev, p));
+  };
   auto on_syscall = [&](const SyscallEvent& ev) {
-    std::string_view p = builder.needs_paths() ? paths.Apply(ev) : std::string_view();
+    std::string_view p = needs_paths ? paths.Apply(ev) : std::string_view();
     if (signals) thread_ids[ev.tid] = {ev.uid, ev.comm};
     if (!InRange(ev, o.from_ns, o.to_ns)) return;
     ++stats->events_read;
     close_windows_before(ev.entry_ns);
-    if (builder.ProbeOf(ev.nr) < 0) return;
-    run(builder.Build(ev, p), ev.entry_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
+    if (plan.needs_exit) remember(ev, p);
+    if (builder.ProbeOf(ev.nr) >= 0)
+      run(builder.Build(ev, p), ev.entry_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
+    if (!plan.needs_exit) remember(ev, p);
   };
   auto on_process = [&](const ProcessEvent& ev) {
     paths.OnProcess(ev);
@@ -195,7 +213,7 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
         ev.time_ns, ev.time_ns);
   };
   const double cpu0 = ThreadCpuSeconds();
-  reader.SkipBlobs(!builder.needs_bytes());
+  reader.SkipBlobs(!builder.needs_bytes() && !state_bytes);
   Status st = reader.ForEach(filter, on_syscall, on_process);
   stats->cpu_seconds = ThreadCpuSeconds() - cpu0;
   stats->chunks_skipped = reader.stats().chunks_skipped;

@@ -12,6 +12,8 @@ namespace fay {
 
 // Returns the query's probes; every kField's field_index is parallel to them. Fills the types of
 // q's expressions. Errors are rendered diagnostics (see query/diagnostics.h).
-Expected<std::vector<ProbeInfo>> AnalyzeQuery(Query& q, ProbeCatalog& catalog);
+// The probes of each state pipeline (Query::states) go to `state_probes`, in order.
+Expected<std::vector<ProbeInfo>> AnalyzeQuery(
+    Query& q, ProbeCatalog& catalog, std::vector<std::vector<ProbeInfo>>* state_probes = nullptr);
 
 }  // namespace fay

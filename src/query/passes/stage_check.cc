@@ -24,8 +24,10 @@ const char* StageWord(const Stage& s) {
       return "top";
     case 5:
       return "every";
-    default:
+    case 6:
       return "for";
+    default:
+      return "remember";
   }
 }
 
@@ -56,8 +58,34 @@ Status CheckNames(const std::string& src, const std::vector<OutName>& names) {
 
 }  // namespace
 
+// A state pipeline: where and sample stages, then its one remember stage.
+Status CheckStatePipeline(const Query& q, std::set<std::string>* names) {
+  for (const StageNode& node : q.stages) {
+    const Stage& s = node.stage;
+    if (std::holds_alternative<WhereStage>(s) || std::holds_alternative<SampleStage>(s)) continue;
+    if (const auto* r = std::get_if<RememberStage>(&s)) {
+      if (&node != &q.stages.back())
+        return QueryError(q.text, node.range, "Only one remember stage is allowed per pipeline",
+                          "remember one value per pipeline; start another before ';'");
+      if (!names->insert(r->name).second)
+        return QueryError(q.text, r->name_range,
+                          fmt::format("'{}' is already remembered by another pipeline", r->name),
+                          "choose a different name");
+      continue;
+    }
+    return QueryError(q.text, node.range,
+                      fmt::format("A state pipeline takes only where, sample and remember, not "
+                                  "{}",
+                                  StageWord(s)),
+                      "the query after the last ';' aggregates or selects");
+  }
+  return Status::Ok();
+}
+
 Status CheckStages(const Query& q) {
   const std::string& src = q.text;
+  std::set<std::string> state_names;
+  for (const auto& st : q.states) FAY_RETURN_IF_ERROR(CheckStatePipeline(*st, &state_names));
   const StageNode* main = nullptr;  // the aggregate or select stage
   const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr;
   for (const StageNode& node : q.stages) {
@@ -87,6 +115,10 @@ Status CheckStages(const Query& q) {
       if (!main || !std::holds_alternative<AggregateStage>(main->stage))
         return QueryError(src, node.range, "'top' needs an aggregate stage before it",
                           "e.g. syscall:openat | count() by comm | top 10");
+    } else if (std::holds_alternative<RememberStage>(s)) {
+      return QueryError(src, node.range, "'remember' ends a state pipeline before ';'",
+                        "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "
+                        "hist(time - t0[tid])");
     } else if (std::holds_alternative<EveryStage>(s)) {
       if (every) return QueryError(src, node.range, "Only one every stage is allowed");
       every = &node;

@@ -32,11 +32,16 @@ std::vector<std::string> FieldNames(const ProbeInfo& p) {
 
 class TypeChecker {
  public:
-  TypeChecker(const std::string& src, const std::vector<ProbeInfo>& probes)
-      : src_(src), probes_(probes) {}
+  TypeChecker(const std::string& src, const std::vector<ProbeInfo>& probes,
+              const std::vector<std::shared_ptr<Query>>& states)
+      : src_(src), probes_(probes), states_(states) {}
 
   Status Run(Query& q) {
     for (StageNode& node : q.stages) {
+      if (auto* r = std::get_if<RememberStage>(&node.stage)) {
+        FAY_RETURN_IF_ERROR(CheckRemember(*r));
+        continue;
+      }
       if (auto* w = std::get_if<WhereStage>(&node.stage)) {
         FAY_RETURN_IF_ERROR(Check(*w->cond));
         FAY_RETURN_IF_ERROR(ExpectInt(*w->cond,
@@ -103,8 +108,75 @@ class TypeChecker {
     return Status::Ok();
   }
 
+  // The remembered value and its keys are ints, read where the event happens: a system call's
+  // result, errno or latency is not known at its entry, where the state pipeline runs.
+  Status CheckRemember(RememberStage& r) {
+    const char* hint = "remember keeps an int under int keys, e.g. remember time as t0 by tid";
+    auto check = [&](Expr& e) -> Status {
+      FAY_RETURN_IF_ERROR(Check(e));
+      FAY_RETURN_IF_ERROR(ExpectInt(e, PointerHint(e, hint)));
+      return NoExitField(e);
+    };
+    FAY_RETURN_IF_ERROR(check(*r.value));
+    for (ExprPtr& k : r.keys) FAY_RETURN_IF_ERROR(check(*k));
+    return Status::Ok();
+  }
+
+  Status NoExitField(const Expr& e) const {
+    if (e.kind == ExprKind::kField) {
+      for (size_t p = 0; p < probes_.size() && p < e.field_index.size(); ++p) {
+        FieldSource s = probes_[p].fields[static_cast<size_t>(e.field_index[p])].source;
+        if (s == FieldSource::kRet || s == FieldSource::kErrno || s == FieldSource::kLatency)
+          return QueryError(src_, e.range,
+                            fmt::format("A state pipeline cannot read '{}' of {}", e.name,
+                                        probes_[p].name),
+                            "a state pipeline runs where the event happens; a system call's "
+                            "ret, errno and latency are known only at its exit");
+      }
+    }
+    for (const ExprPtr& k : e.kids) FAY_RETURN_IF_ERROR(NoExitField(*k));
+    return Status::Ok();
+  }
+
+  // name[key, ...]: a value a state pipeline before ';' remembers, under as many int keys.
+  Status CheckState(Expr& e) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      const auto& r = std::get<RememberStage>(states_[i]->stages.back().stage);
+      names.push_back(r.name);
+      if (r.name != e.name) continue;
+      size_t want = r.keys.empty() ? 1 : r.keys.size();
+      if (e.kids.size() != want)
+        return QueryError(src_, e.range,
+                          fmt::format("'{}' is remembered under {} key{}, found {}", e.name, want,
+                                      want == 1 ? "" : "s", e.kids.size()),
+                          r.keys.empty() ? fmt::format("it is kept by thread: {}[tid]", e.name)
+                                         : fmt::format("write {}[{}]", e.name, [&] {
+                                             std::vector<std::string> ks;
+                                             for (const ExprPtr& k : r.keys) ks.push_back(k->text);
+                                             return Join(ks);
+                                           }()));
+      for (ExprPtr& k : e.kids) {
+        FAY_RETURN_IF_ERROR(Check(*k));
+        FAY_RETURN_IF_ERROR(ExpectInt(*k, "state keys are ints"));
+      }
+      e.state = static_cast<int>(i);
+      e.type = Type::Int(r.value->type.is_signed);
+      return Status::Ok();
+    }
+    std::string hint = names.empty()
+                           ? "a pipeline before ';' remembers values, e.g. uprobe:./app:start | "
+                             "remember time as t0; uprobe:./app:stop | hist(time - t0[tid])"
+                           : "remembered: " + Join(names);
+    std::vector<std::string> near = Nearest(names, e.name, 1);
+    if (!near.empty()) hint = fmt::format("did you mean '{}'? {}", near[0], hint);
+    return QueryError(src_, e.range, fmt::format("Nothing is remembered as '{}'", e.name), hint);
+  }
+
   Status Check(Expr& e) {
     switch (e.kind) {
+      case ExprKind::kState:
+        return CheckState(e);
       case ExprKind::kInt:
         e.type = Type::Int(true);
         return Status::Ok();
@@ -244,6 +316,13 @@ class TypeChecker {
         }
       }
     }
+    for (const auto& st : states_)
+      if (std::get<RememberStage>(st->stages.back().stage).name == e.name)
+        return QueryError(src_, e.range,
+                          fmt::format("'{}' is remembered by a state pipeline: read it with its "
+                                      "keys",
+                                      e.name),
+                          fmt::format("e.g. {}[tid]", e.name));
     std::string hint;
     std::string other = probes_.size() > 1 && guess.empty() ? SameRoleField(e, p) : "";
     if (!other.empty()) {
@@ -443,12 +522,13 @@ class TypeChecker {
 
   const std::string& src_;
   const std::vector<ProbeInfo>& probes_;
+  const std::vector<std::shared_ptr<Query>>& states_;
 };
 
 }  // namespace
 
 Status TypeCheck(Query& q, const std::vector<ProbeInfo>& probes) {
-  return TypeChecker(q.text, probes).Run(q);
+  return TypeChecker(q.text, probes, q.states).Run(q);
 }
 
 }  // namespace fay

@@ -1,0 +1,86 @@
+// State across probes: a state pipeline's program stores a value under its keys
+// (GenRemember), and the query's programs read it back before their `where` (GenStateReads).
+// Each state pipeline has a hash map of its own, kMapState0 + its index: key -> {value, time}.
+#include <fmt/format.h>
+
+#include "bpf/codegen/codegen.h"
+#include "bpf/codegen/gen_context.h"
+
+namespace fay::bpf {
+
+void GenRemember(Gen& g) {
+  Emitter& e = g.e;
+  const Plan& plan = g.plan;
+  const int map = kMapState0 + g.attach.state;
+  if (plan.predicate) {
+    e.Comment("where " + plan.predicate->text);
+    GenIntExpr(g, *plan.predicate);
+    e.JmpIfImm(BPF_JEQ, R7, 0, g.exit_label);
+  }
+  GenSample(g);
+  GenBuildKey(g);
+  e.Comment(fmt::format("remember {} as {}", plan.remember_value->text, plan.remember_name));
+  const auto value_off = static_cast<int16_t>(plan.key_size);
+  GenIntExpr(g, *plan.remember_value);
+  e.Store(8, R9, value_off, R7);
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R9, static_cast<int16_t>(value_off + 8), R0);
+  e.LdMap(R1, map);
+  e.Mov(R2, R9);
+  e.Mov(R3, R9);
+  e.AluImm(BPF_ADD, R3, value_off);
+  e.MovImm(R4, BPF_ANY);
+  e.Call(BPF_FUNC_map_update_elem);
+  // Only a full hash map refuses; the LRU map of a `for` pipeline evicts its oldest instead.
+  e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
+  GenBumpStat(g, kStatStateFull);
+}
+
+void GenStateReads(Gen& g) {
+  Emitter& e = g.e;
+  for (const Expr* read : g.plan.state_reads) {
+    const Plan& state = *g.plan.states[static_cast<size_t>(read->state)];
+    const int map = kMapState0 + read->state;
+    const int16_t slot = g.AllocTemp();  // held to the end of the program
+    g.state_slots.push_back(slot);
+    e.Comment("state read " + read->text);
+    // The key in consecutive stack words, lowest first: temporaries grow down.
+    const size_t n = read->kids.size();
+    int16_t base = 0;
+    for (size_t k = 0; k < n; ++k) base = g.AllocTemp();
+    for (size_t k = 0; k < n; ++k) {
+      GenIntExpr(g, *read->kids[k]);
+      e.Store(8, R10, static_cast<int16_t>(base + 8 * static_cast<int>(k)), R7);
+    }
+    Label found = e.NewLabel();
+    e.LdMap(R1, map);
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, base);
+    e.Call(BPF_FUNC_map_lookup_elem);
+    e.JmpIfImm(BPF_JNE, R0, 0, found);
+    Label missing = e.NewLabel();
+    e.Bind(missing);
+    GenBumpStat(g, kStatNoState);
+    e.Jmp(g.exit_label);
+    e.Bind(found);
+    e.Load(8, R7, R0, 0);
+    e.Store(8, R10, slot, R7);
+    if (state.remember_ttl_ns) {
+      // Kept for its time: older values read as missing (the LRU map drops them in time).
+      e.Load(8, R7, R0, 8);
+      e.Call(BPF_FUNC_ktime_get_ns);
+      e.Alu(BPF_SUB, R0, R7);
+      e.LdImm64(R1, state.remember_ttl_ns);
+      e.JmpIf(BPF_JGT, R0, R1, missing);
+    } else {
+      // Taken: the value is read once.
+      e.LdMap(R1, map);
+      e.Mov(R2, R10);
+      e.AluImm(BPF_ADD, R2, base);
+      e.Call(BPF_FUNC_map_delete_elem);
+    }
+    for (size_t k = 0; k < n; ++k) g.FreeTemp();
+  }
+}
+
+}  // namespace fay::bpf
