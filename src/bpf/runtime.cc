@@ -248,8 +248,7 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
 
 // One program at its point; a uprobe_multi program at every function of Attachment::probes.
 // `owner` is the plan whose probes the attachment's indices name.
-Expected<Link> LiveQuery::AttachPoint(const Program& prog, const Attachment& a,
-                                      const Plan& owner) {
+Expected<Link> LiveQuery::AttachPoint(const Program& prog, const Attachment& a, const Plan& owner) {
   switch (a.kind) {
     case AttachKind::kTracepoint: {
       FAY_ASSIGN_OR_RETURN(int id, TracepointId(a.category, a.name));

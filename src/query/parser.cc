@@ -39,7 +39,7 @@ const AggDesc& Desc(AggFunc f) {
 
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
-      "where", "sample", "select", "top",  "every", "for",      "count",   "sum",
+      "where", "sample", "select", "top",  "every", "for",      "count",    "sum",
       "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct", "remember"};
   return words;
 }
@@ -258,9 +258,9 @@ class Parser {
     const char* usage = "e.g. remember time as t0 by tid, then read t0[tid] after ';'";
     FAY_ASSIGN_OR_RETURN(s->value, ParseExpr());
     if (!cur_.IsWord("as"))
-      return Fail(cur_, fmt::format("Expected 'as NAME' after remember's value, found {}",
-                                    Describe(cur_)),
-                  usage);
+      return Fail(
+          cur_, fmt::format("Expected 'as NAME' after remember's value, found {}", Describe(cur_)),
+          usage);
     FAY_RETURN_IF_ERROR(Advance());
     if (cur_.kind != TokKind::kIdent)
       return Fail(cur_, fmt::format("Expected a name after 'as', found {}", Describe(cur_)), usage);

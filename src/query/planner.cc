@@ -211,7 +211,6 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
   }
 }
 
-
 // The distinct state reads of the plan's probe part, each numbered (Expr::read_slot).
 void PlanStateReads(Plan& plan) {
   auto check = [&](const Expr& e) {
@@ -241,8 +240,8 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   PlanOptions state_options = options;
   state_options.raw_syscalls_threshold = SIZE_MAX;
   for (size_t i = 0; i < query->states.size() && i < state_probes.size(); ++i) {
-    FAY_ASSIGN_OR_RETURN(Plan sp, BuildPlan(query->states[i], std::move(state_probes[i]),
-                                            state_options));
+    FAY_ASSIGN_OR_RETURN(Plan sp,
+                         BuildPlan(query->states[i], std::move(state_probes[i]), state_options));
     if (sp.needs_exit)
       return Error(Code::kInvalidArgument,
                    fmt::format("the state pipeline of '{}' reads a uretprobe's arguments, which "

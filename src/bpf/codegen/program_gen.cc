@@ -147,15 +147,17 @@ bool PlanReadsArgs(const Plan& plan) {
 
 // The record offset of the task a sched: or task: tracepoint is about, when that need not be
 // the running one: sched_wakeup's wakee, sched_process_free's freed task, sched_migrate_task's
-// migrant. -1 for other probes, and for sched_process_wait, whose `pid` is wait's argument.
+// migrant, sched_switch's next task (the running one is the previous). -1 for other probes,
+// and for sched_process_wait, whose `pid` is wait's argument.
 int SubjectPidOffset(const Gen& g) {
   if (g.attach.kind != AttachKind::kTracepoint || g.attach.probe_index < 0) return -1;
   const ProbeInfo& p = g.plan.probes[g.attach.probe_index];
   if (p.kind != ProbeKind::kTracepoint) return -1;
   if (p.tp_category != "sched" && p.tp_category != "task") return -1;
   if (p.tp_name == "sched_process_wait") return -1;
+  const char* subject = p.tp_name == "sched_switch" ? "next_pid" : "pid";
   for (const Field& f : p.fields)
-    if (f.name == "pid" && f.source == FieldSource::kCtx && f.size == 4) return f.offset;
+    if (f.name == subject && f.source == FieldSource::kCtx && f.size == 4) return f.offset;
   return -1;
 }
 
@@ -639,8 +641,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   // The state pipelines' programs, each generated against its own plan's probes.
   for (const auto& sp : plan.states) {
     for (const auto& a : sp->attachments) {
-      FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(*sp, options, a, entry_off, raw_record_off,
-                                                 str_base, n++, false));
+      FAY_ASSIGN_OR_RETURN(
+          auto prog, GenProgram(*sp, options, a, entry_off, raw_record_off, str_base, n++, false));
       q.programs.push_back(std::move(prog));
     }
   }

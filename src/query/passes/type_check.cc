@@ -37,6 +37,8 @@ class TypeChecker {
       : src_(src), probes_(probes), states_(states) {}
 
   Status Run(Query& q) {
+    const bool state_pipeline =
+        !q.stages.empty() && std::holds_alternative<RememberStage>(q.stages.back().stage);
     for (StageNode& node : q.stages) {
       if (auto* r = std::get_if<RememberStage>(&node.stage)) {
         FAY_RETURN_IF_ERROR(CheckRemember(*r));
@@ -47,6 +49,7 @@ class TypeChecker {
         FAY_RETURN_IF_ERROR(ExpectInt(*w->cond,
                                       "a where condition is an int (non-zero keeps the event); "
                                       "compare strings with ==, e.g. comm == \"bash\""));
+        if (state_pipeline) FAY_RETURN_IF_ERROR(NoExitField(*w->cond));
       } else if (auto* a = std::get_if<AggregateStage>(&node.stage)) {
         for (AggItem& item : a->aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
         for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
@@ -127,11 +130,11 @@ class TypeChecker {
       for (size_t p = 0; p < probes_.size() && p < e.field_index.size(); ++p) {
         FieldSource s = probes_[p].fields[static_cast<size_t>(e.field_index[p])].source;
         if (s == FieldSource::kRet || s == FieldSource::kErrno || s == FieldSource::kLatency)
-          return QueryError(src_, e.range,
-                            fmt::format("A state pipeline cannot read '{}' of {}", e.name,
-                                        probes_[p].name),
-                            "a state pipeline runs where the event happens; a system call's "
-                            "ret, errno and latency are known only at its exit");
+          return QueryError(
+              src_, e.range,
+              fmt::format("A state pipeline cannot read '{}' of {}", e.name, probes_[p].name),
+              "a state pipeline runs where the event happens; a system call's "
+              "ret, errno and latency are known only at its exit");
       }
     }
     for (const ExprPtr& k : e.kids) FAY_RETURN_IF_ERROR(NoExitField(*k));

@@ -232,6 +232,16 @@ const GoldenCase kCases[] = {
      "syscall:open, syscall:openat | where ret < 0 | count() by str(args.filename), args.flags"},
     // uretprobe latency keyed by thread and stack pointer; execve's path read at entry.
     {"execve_path_at_entry", "syscall:execve | select str(args.filename), ret"},
+    // State across probes: a wakeup remembers its time by the wakee, a switch takes it (the
+    // value read once, before the where); and a value kept for its time, read by a syscall.
+    {"state_runqlat",
+     "tracepoint:sched:sched_wakeup | remember time as woke by args.pid;"
+     "tracepoint:sched:sched_switch | where args.next_comm == \"a\" | "
+     "hist(time - woke[args.next_pid])"},
+    {"state_ttl",
+     "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
+     "fl[pid, tid]",
+     true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Queries, CodegenGoldenTest, ::testing::ValuesIn(kCases),

@@ -347,3 +347,27 @@ TEST(ArgValue, IntArgumentsKeepTheirLowHalfAsTheProbeLoadsThem) {
 
 }  // namespace
 }  // namespace fay
+
+namespace fay {
+namespace {
+
+// State across probes over a recording: each read remembers its count (10) by process, and
+// the query's reads and writes of that process take it.
+TEST_F(OfflineTest, StatePipelinesRememberAndTakeInCallOrder) {
+  WriteTrace();
+  auto plan = Compile(
+      "syscall:read | where args.fd == 3 | remember args.count as asked by pid;\n"
+      "syscall:write, syscall:read | count() as n, sum(asked[pid]) as s");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  CaptureSink out = Run(*plan);
+  ASSERT_EQ(out.windows.size(), 1u);
+  ASSERT_EQ(out.windows[0].rows.size(), 1u);
+  // Reads 2..50 each take what the one before remembered (a probe reads before its own
+  // remember), the write takes the 50th's, and the read after the close finds nothing.
+  EXPECT_EQ(out.windows[0].rows[0].aggs[0].Count(), 50u);
+  EXPECT_EQ(out.windows[0].rows[0].aggs[1].Scalar(), 500);
+  EXPECT_EQ(threads_, 1u);  // states need the calls in order: one reader
+}
+
+}  // namespace
+}  // namespace fay

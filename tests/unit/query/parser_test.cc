@@ -412,3 +412,53 @@ TEST(Parser, NestingIsBoundedNotAStackOverflow) {
 }
 
 }  // namespace fay
+
+namespace fay {
+namespace {
+
+TEST(Parser, StatePipelinesBeforeSemicolons) {
+  auto q = Parse(
+      "uprobe:./app:a | where arg0 > 1 | remember time as t0 by tid, arg0 for 5s;\n"
+      "uprobe:./app:b | remember arg1 as x;\n"
+      "uprobe:./app:c | hist(time - t0[tid, arg0]) by x[tid]");
+  ASSERT_TRUE(q);
+  ASSERT_EQ(q->states.size(), 2u);
+  EXPECT_EQ(q->states[0]->sources.at(0).text, "uprobe:./app:a");
+  const auto& r = std::get<RememberStage>(q->states[0]->stages.back().stage);
+  EXPECT_EQ(r.name, "t0");
+  EXPECT_EQ(r.value->text, "time");
+  ASSERT_EQ(r.keys.size(), 2u);
+  EXPECT_EQ(r.keys[1]->text, "arg0");
+  EXPECT_EQ(r.ttl_ns, 5'000'000'000u);
+  EXPECT_TRUE(std::get<RememberStage>(q->states[1]->stages.back().stage).keys.empty());
+  EXPECT_EQ(q->sources.at(0).text, "uprobe:./app:c");
+  const auto& agg = std::get<AggregateStage>(q->stages.at(0).stage);
+  const Expr& read = *agg.aggs.at(0).arg->kids.at(1);
+  EXPECT_EQ(read.kind, ExprKind::kState);
+  EXPECT_EQ(read.name, "t0");
+  EXPECT_EQ(read.kids.size(), 2u);
+  EXPECT_EQ(agg.keys.at(0).name, "x[tid]");
+}
+
+TEST(Parser, StatePipelineErrors) {
+  EXPECT_NE(ParseError("syscall:read | count(); syscall:write | count()")
+                .find("A pipeline before ';' must end with a remember stage"),
+            std::string::npos);
+  EXPECT_NE(ParseError("syscall:read | remember ret by tid; syscall:write | count()")
+                .find("Expected 'as NAME' after remember's value"),
+            std::string::npos);
+  EXPECT_NE(ParseError("syscall:read | remember time as t; syscall:write | sum(t[tid)")
+                .find("Expected ']' after the keys of t[...]"),
+            std::string::npos);
+  EXPECT_NE(ParseError("syscall:read | remember time as t |; syscall:write | count()")
+                .find("Expected a stage after '|'"),
+            std::string::npos);
+  std::string many;
+  for (int i = 0; i < 5; ++i)
+    many += "syscall:read | remember time as t" + std::to_string(i) + "; ";
+  EXPECT_NE(ParseError(many + "syscall:write | count()").find("At most 4 state pipelines"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fay
