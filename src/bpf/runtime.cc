@@ -18,6 +18,11 @@
 namespace fay::bpf {
 namespace {
 
+// A kstack key: its frames are the kernel's, named from kallsyms.
+bool IsKernelStack(const Slot& s) {
+  return s.expr && s.expr->kind == ExprKind::kField && s.expr->name == "kstack";
+}
+
 Expected<int> TracepointId(const std::string& category, const std::string& name) {
   FAY_ASSIGN_OR_RETURN(std::string root, TracefsRoot());
   std::ifstream in(root + "/events/" + category + "/" + name + "/id");
@@ -346,6 +351,17 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
     } else if (s.type.kind == TypeKind::kString) {
       out.emplace_back(std::string(reinterpret_cast<const char*>(p),
                                    strnlen(reinterpret_cast<const char*>(p), s.size)));
+    } else if (s.type.kind == TypeKind::kStack && IsKernelStack(s)) {
+      Stack st;
+      st.tgid = kKernelStackTgid;
+      if (v >= 0 && maps_[kMapStacks]) {
+        auto frames = ReadStack(*maps_[kMapStacks], static_cast<uint32_t>(v));
+        if (frames.ok()) {
+          st.frames = std::move(frames).value();
+          st.names = kernel_symbols_->StackNames(st.frames);
+        }
+      }
+      out.emplace_back(std::move(st));
     } else if (s.type.kind == TypeKind::kStack) {
       Stack st;
       // (tgid << 32) | stack id; see field_gen.cc. A negative value: no stack.
@@ -370,7 +386,7 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
 
 void LiveQuery::StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const {
   for (const Slot& s : plan_.keys) {
-    if (s.type.kind != TypeKind::kStack) continue;
+    if (s.type.kind != TypeKind::kStack || IsKernelStack(s)) continue;
     int64_t v;
     std::memcpy(&v, key + s.offset, 8);
     if (v >= 0) tgids->push_back(static_cast<int32_t>(v >> 32));

@@ -16,6 +16,7 @@
 #include "bpf/program.h"
 #include "bpf/ringbuf.h"
 #include "engine/value.h"
+#include "probes/kernel_symbols.h"
 #include "probes/symbolizer.h"
 #include "query/plan.h"
 
@@ -107,6 +108,7 @@ class LiveQuery {
   uint64_t window_ = 0;
   RunStats ring_errors_;
   std::unique_ptr<Symbolizer> symbolizer_ = std::make_unique<Symbolizer>();
+  std::unique_ptr<KernelSymbols> kernel_symbols_ = std::make_unique<KernelSymbols>();
 };
 
 }  // namespace fay::bpf

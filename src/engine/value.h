@@ -14,6 +14,9 @@ namespace fay {
 // A user stack: its addresses, innermost first, and the process they belong to. `names` is
 // empty (not symbolized) or parallel to `frames`, "" for a frame without a name. Stacks compare
 // by frames, then process, as the kernel keys them; names follow from those.
+// Stack::tgid of a kernel stack (kstack): its frames belong to no process.
+inline constexpr int32_t kKernelStackTgid = -1;
+
 struct Stack {
   std::vector<uint64_t> frames;
   std::vector<std::string> names;

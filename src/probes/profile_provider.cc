@@ -20,7 +20,7 @@ Expected<std::vector<ProbeInfo>> ProfileProvider::Resolve(std::string_view patte
   p.kind = ProbeKind::kProfile;
   p.hz = hz;
   p.fields = CommonFields();
-  p.fields.push_back({"ustack", Type::Stack(), FieldSource::kUserStack, 0, 8, 0, "user stack"});
+  for (Field& f : StackFields()) p.fields.push_back(std::move(f));
   return std::vector<ProbeInfo>{std::move(p)};
 }
 

@@ -56,7 +56,7 @@ Expected<std::vector<ProbeInfo>> SoftwareProvider::Resolve(std::string_view patt
     p.perf_config = e.config;
     p.period_events = period;
     p.fields = CommonFields();
-    p.fields.push_back({"ustack", Type::Stack(), FieldSource::kUserStack, 0, 8, 0, "user stack"});
+    for (Field& f : StackFields()) p.fields.push_back(std::move(f));
     if (e.fault)
       p.fields.push_back(
           {"addr", Type::Int(false), FieldSource::kCtx, kAddrOffset, 8, 0, "u64 faulting address"});

@@ -118,6 +118,7 @@ Expected<ProbeInfo> SyscallProvider::Build(const Entry& e) {
   p.fields.push_back({"ret", Type::Int(true), FieldSource::kRet, ret_offset, 8, 0, "long"});
   p.fields.push_back({"errno", Type::Int(true), FieldSource::kErrno, 0, 8, 0, "int"});
   p.fields.push_back({"latency", Type::Int(false), FieldSource::kLatency, 0, 8, 0, "u64 ns"});
+  for (Field& f : StackFields()) p.fields.push_back(std::move(f));
   return p;
 }
 

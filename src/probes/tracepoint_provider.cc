@@ -60,6 +60,7 @@ std::vector<Field> TracepointFields(const EventFormat& format) {
     alias.name = "args." + alias.name;
     fields.push_back(std::move(alias));
   }
+  for (Field& f : StackFields()) fields.push_back(std::move(f));
   return fields;
 }
 

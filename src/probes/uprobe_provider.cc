@@ -80,6 +80,7 @@ Expected<std::vector<ProbeInfo>> UprobeProvider::Resolve(std::string_view patter
       p.fields.push_back({"retval", Type::Int(true), FieldSource::kUprobeRet, 0, 8, 0, "long"});
       p.fields.push_back({"latency", Type::Int(false), FieldSource::kLatency, 0, 8, 0, "u64 ns"});
     }
+    for (Field& f : StackFields()) p.fields.push_back(std::move(f));
     out.push_back(std::move(p));
   }
   return out;

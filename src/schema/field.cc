@@ -27,4 +27,15 @@ std::vector<Field> CommonFields() {
   };
 }
 
+std::vector<Field> StackFields() {
+  return {
+      {"ustack", Type::Stack(), FieldSource::kUserStack, 0, 8, 0, "user stack"},
+      {"kstack", Type::Stack(), FieldSource::kKernelStack, 0, 8, 0, "kernel stack"},
+  };
+}
+
+bool IsStackSource(FieldSource s) {
+  return s == FieldSource::kUserStack || s == FieldSource::kKernelStack;
+}
+
 }  // namespace fay

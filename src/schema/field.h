@@ -51,8 +51,9 @@ enum class FieldSource {
   kUprobeArg,
   kUprobeRet,  // rax at uretprobe
   kFunc,       // string: the matched symbol name
-  // profile: the user stack, usable as a key.
+  // The user and the kernel stack where the probe fired, usable as keys (live probes only).
   kUserStack,
+  kKernelStack,
   // Recorded syscalls only (fay query -i): what the trace holds beyond the live probe.
   kBytes,  // captured buffer bytes of the call, summed over its buffers
   kPath,   // string: the path an fd-based call's descriptor names, from the reader's fd table
@@ -70,5 +71,8 @@ struct Field {
 
 // The fields every probe carries: time, cpu, pid, tid, uid, comm, probe.
 std::vector<Field> CommonFields();
+// ustack and kstack: the stacks a live probe can take where it fires (not in recorded traces).
+std::vector<Field> StackFields();
+bool IsStackSource(FieldSource s);
 
 }  // namespace fay

@@ -136,15 +136,19 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
     case FieldSource::kUprobeRet:
       e.Load(8, R7, R6, kRegsAxOff);
       return;
+    case FieldSource::kKernelStack:
     case FieldSource::kUserStack:
       if (g.raw_ctx)
         e.Load(8, R1, R10, kFpCtx);
       else
         e.Mov(R1, R6);
       e.LdMap(R2, kMapStacks);
-      e.MovImm(R3, BPF_F_USER_STACK);
+      e.MovImm(R3, f.source == FieldSource::kUserStack ? BPF_F_USER_STACK : 0);
       e.Call(BPF_FUNC_get_stackid);
-      {
+      if (f.source == FieldSource::kKernelStack) {
+        // The kernel's frames belong to no process: the key is the stack id alone.
+        e.Mov(R7, R0);
+      } else {
         // The key is (tgid << 32) | stack id, so user space knows whose address space the
         // frames belong to when it names them; a negative id (no stack) stays as it is.
         Label done = e.NewLabel();

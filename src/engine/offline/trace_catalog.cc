@@ -7,6 +7,8 @@
 namespace fay {
 
 void TraceCatalog::AddTraceFields(ProbeInfo& probe) {
+  // A recording keeps no stacks.
+  std::erase_if(probe.fields, [](const Field& f) { return IsStackSource(f.source); });
   probe.fields.push_back(
       {"bytes", Type::Int(false), FieldSource::kBytes, 0, 8, 0, "u64 captured bytes"});
   probe.fields.push_back(
