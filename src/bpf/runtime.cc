@@ -18,6 +18,18 @@
 namespace fay::bpf {
 namespace {
 
+// A raw syscalls program's filter: the number of each of the plan's system calls -> its probe
+// index + 1.
+Status FillSysFilter(const Plan& plan, Map& filter) {
+  for (size_t i = 0; i < plan.probes.size(); ++i) {
+    const ProbeInfo& p = plan.probes[i];
+    if (p.kind != ProbeKind::kSyscall || p.syscall_nr < 0 || p.syscall_nr >= kMaxSyscalls) continue;
+    uint32_t key = p.syscall_nr, val = static_cast<uint32_t>(i) + 1;
+    FAY_RETURN_IF_ERROR(filter.Update(&key, &val));
+  }
+  return Status::Ok();
+}
+
 // A kstack key: its frames are the kernel's, named from kallsyms.
 bool IsKernelStack(const Slot& s) {
   return s.expr && s.expr->kind == ExprKind::kField && s.expr->name == "kstack";
@@ -118,15 +130,10 @@ Status LiveQuery::LoadWith(const CodegenOptions& options) {
     q->maps_[i] = std::move(m).value();
   }
   const Plan& plan = plan_;
-  if (plan.use_raw_syscalls) {
-    for (size_t i = 0; i < plan.probes.size(); ++i) {
-      const ProbeInfo& p = plan.probes[i];
-      if (p.kind != ProbeKind::kSyscall || p.syscall_nr < 0 || p.syscall_nr >= kMaxSyscalls)
-        continue;
-      uint32_t key = p.syscall_nr, val = static_cast<uint32_t>(i) + 1;
-      FAY_RETURN_IF_ERROR(q->maps_[kMapSysFilter]->Update(&key, &val));
-    }
-  }
+  if (plan.use_raw_syscalls) FAY_RETURN_IF_ERROR(FillSysFilter(plan, *q->maps_[kMapSysFilter]));
+  for (size_t s = 0; s < plan.states.size(); ++s)
+    if (plan.states[s]->use_raw_syscalls)
+      FAY_RETURN_IF_ERROR(FillSysFilter(*plan.states[s], *q->maps_[kMapStateSysFilter0 + s]));
   for (const auto& gp : q->gen_.programs) {
     ProgramSpec spec{gp.type, gp.name, gp.insns, gp.relocs};
     spec.expected_attach_type = static_cast<bpf_attach_type>(gp.expected_attach_type);

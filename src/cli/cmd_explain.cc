@@ -54,6 +54,12 @@ int RunExplain(const ExplainOptions& opt) {
       continue;
     if (!heading) fmt::print("  in-process patching (docs/INPROCESS.md):\n");
     heading = true;
+    if (!plan->states.empty()) {
+      fmt::print(
+          "    the query remembers state across probes, which the kernel keeps: every "
+          "uprobe stays on the kernel's path\n");
+      break;
+    }
     auto can = inproc::CheckPatchable(p.path, p.file_offset, p.symbol_size, p.symbol_address);
     if (can.ok())
       fmt::print("    {}: possible, the jump displaces {} of its {} bytes\n", p.symbol, *can,

@@ -47,14 +47,21 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   const Plan& p = e->plan_;
   if (p.mode != PlanMode::kAggregate)
     return Error(Code::kInvalidArgument, "only aggregating queries run across hosts");
-  if (p.probes.size() > lim.max_probes)
+  // The state pipelines' probes and maps count with the query's.
+  size_t probes = p.probes.size();
+  uint64_t state_bytes = 0;
+  for (const auto& sp : p.states) {
+    probes += sp->probes.size();
+    state_bytes += uint64_t{p.max_keys} * static_cast<uint64_t>(sp->key_size + sp->value_size);
+  }
+  if (probes > lim.max_probes)
     return Error(Code::kInvalidArgument,
                  fmt::format("the query attaches {} probes; this agent allows {} (--max-probes)",
-                             p.probes.size(), lim.max_probes));
+                             probes, lim.max_probes));
   // The aggregation map at its fullest, each CPU's values apart (a per-CPU hash).
-  uint64_t map_bytes = uint64_t{p.max_keys} *
-                       (static_cast<uint64_t>(p.key_size) +
-                        static_cast<uint64_t>(p.value_size) * static_cast<uint64_t>(NumCpus()));
+  uint64_t map_bytes = state_bytes + uint64_t{p.max_keys} * (static_cast<uint64_t>(p.key_size) +
+                                                             static_cast<uint64_t>(p.value_size) *
+                                                                 static_cast<uint64_t>(NumCpus()));
   if (map_bytes > lim.max_map_bytes)
     return Error(Code::kInvalidArgument,
                  fmt::format("the query's map takes up to {} MiB ({} keys of {} + {} bytes on "

@@ -11,18 +11,6 @@ Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed)
   for (size_t i = 0; i < plan.states.size(); ++i) state_rngs_.emplace_back(sample_seed + i + 1);
 }
 
-namespace {
-
-// The event's time (its `time` field), 0 when the probe has none.
-uint64_t EventTime(const Event& e, const ProbeInfo& probe) {
-  for (size_t i = 0; i < probe.fields.size() && i < e.values.size(); ++i)
-    if (probe.fields[i].source == FieldSource::kTime)
-      if (const auto* t = std::get_if<int64_t>(&e.values[i])) return static_cast<uint64_t>(*t);
-  return 0;
-}
-
-}  // namespace
-
 void Interpreter::Remember(size_t state, const Event& e) {
   if (state >= plan_.states.size()) return;
   const Plan& sp = *plan_.states[state];
@@ -54,7 +42,7 @@ void Interpreter::Remember(size_t state, const Event& e) {
     return;
   }
   auto& map = states_[state];
-  const Stored stored{std::get<int64_t>(*value), EventTime(e, probe)};
+  const Stored stored{std::get<int64_t>(*value), e.time_ns};
   auto it = map.find(key);
   if (it != map.end()) {
     it->second = stored;
@@ -78,7 +66,7 @@ void Interpreter::Remember(size_t state, const Event& e) {
 bool Interpreter::ReadStates(const Event& e) {
   const ProbeInfo& probe = plan_.probes[static_cast<size_t>(e.probe_index)];
   state_values_.resize(plan_.state_reads.size());
-  const uint64_t now = EventTime(e, probe);
+  std::vector<std::pair<size_t, std::vector<int64_t>>> taken;
   for (size_t r = 0; r < plan_.state_reads.size(); ++r) {
     const Expr& read = *plan_.state_reads[r];
     std::vector<int64_t> key;
@@ -91,13 +79,16 @@ bool Interpreter::ReadStates(const Event& e) {
     auto& map = states_[state];
     auto it = map.find(key);
     const uint64_t ttl = plan_.states[state]->remember_ttl_ns;
-    if (it == map.end() || (ttl && now > it->second.time_ns && now - it->second.time_ns > ttl)) {
+    if (it == map.end() ||
+        (ttl && e.time_ns > it->second.time_ns && e.time_ns - it->second.time_ns > ttl)) {
       ++stats_.no_state;
       return false;
     }
     state_values_[r] = it->second.value;
-    if (!ttl) map.erase(it);
+    if (!ttl) taken.emplace_back(state, std::move(key));
   }
+  // Taken only once every read found its value, so two reads of one value both see it.
+  for (const auto& [state, key] : taken) states_[state].erase(key);
   return true;
 }
 

@@ -40,6 +40,9 @@ struct Event {
   std::vector<Value> values;  // parallel to ProbeInfo::fields
   // For user_ptr fields: the string str() reads at that address (empty when unreadable).
   std::vector<std::string> user_strings;  // parallel to ProbeInfo::fields; may be empty
+  // When the probe fired: the call's entry, or its exit for a probe at the exit. States keep
+  // values for a time by it (remember ... for D).
+  uint64_t time_ns = 0;
   // The values of the plan's state reads (Plan::state_reads) for this event, when it has any.
   const std::vector<int64_t>* state_values = nullptr;
 };

@@ -24,9 +24,9 @@ std::vector<std::pair<uint64_t, std::string>> KernelSymbols::Parse(const std::st
     const size_t name_end = line.find_first_of(" \t", name_at);
     uint64_t addr = std::strtoull(line.substr(0, a).c_str(), nullptr, 16);
     if (addr == 0) continue;  // hidden from this reader
-    out.emplace_back(addr, line.substr(name_at, name_end == std::string::npos
-                                                    ? std::string::npos
-                                                    : name_end - name_at));
+    out.emplace_back(
+        addr, line.substr(name_at,
+                          name_end == std::string::npos ? std::string::npos : name_end - name_at));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -85,6 +85,10 @@ class Parser {
         return q;
       }
       // cur_ is ';' (ParseStage accepts nothing else): a state pipeline ends here.
+      for (const StageNode& node : q->stages)
+        if (std::holds_alternative<RememberStage>(node.stage) && &node != &q->stages.back())
+          return Fail(cur_, "'remember' must be the last stage before ';'",
+                      "filter first: PROBES | where ... | remember EXPR as NAME");
       if (q->stages.empty() || !std::holds_alternative<RememberStage>(q->stages.back().stage))
         return Fail(cur_, "A pipeline before ';' must end with a remember stage",
                     "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "
@@ -246,6 +250,8 @@ class Parser {
       hint = "use '&&' for a logical and";
     else if (cur_.IsWord("or"))
       hint = "use '||' for a logical or";
+    else if (word == "remember" && cur_.IsWord("by"))
+      hint = "'by' comes before 'for': remember EXPR as NAME by KEY for DURATION";
     else if (expr_stage && cur_.kind == TokKind::kIdent && !cur_.IsWord("as"))
       hint = "stages are separated by '|'; bitwise '|' needs parentheses: (a | b)";
     else if (cur_.IsWord("as") && what != "select" && what != "aggregate")

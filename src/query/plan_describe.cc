@@ -34,6 +34,7 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
                      : a.role == ProgRole::kScopeFork  ? "scope-fork"
                      : a.role == ProgRole::kScopeFree  ? "scope-free"
                      : a.role == ProgRole::kScopeStart ? "scope-start"
+                     : a.role == ProgRole::kRemember   ? "remember"
                                                        : "main";
   switch (a.kind) {
     case AttachKind::kTracepoint:
@@ -64,7 +65,22 @@ std::string AttachText(const Plan& plan, const Attachment& a) {
 }  // namespace
 
 std::string DescribePlan(const Plan& plan) {
-  std::string out = "plan:\n  probe part (eBPF, per CPU):\n";
+  std::string out = "plan:\n";
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    const Plan& sp = *plan.states[i];
+    out += fmt::format(
+        "  state pipeline {}: remember {} as {}, {}, in fay_state_{} ({} keys max)\n", i,
+        sp.remember_value->text, sp.remember_name,
+        sp.remember_ttl_ns ? fmt::format("kept {} ms (LRU hash)", sp.remember_ttl_ns / 1000000)
+                           : std::string("taken by its read (hash)"),
+        i, plan.max_keys);
+    for (const auto& k : sp.keys)
+      out += fmt::format("      key   {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
+                         k.offset, k.size);
+    for (const auto& a : sp.attachments) out += "      attach " + AttachText(sp, a) + "\n";
+    if (sp.predicate) out += fmt::format("      where {}\n", sp.predicate->text);
+  }
+  out += "  probe part (eBPF, per CPU):\n";
   out += fmt::format("    probes: {}\n", plan.probes.size());
   for (const auto& a : plan.attachments) out += "      attach " + AttachText(plan, a) + "\n";
   if (plan.use_raw_syscalls)
@@ -72,6 +88,11 @@ std::string DescribePlan(const Plan& plan) {
         "      (the syscall probes share these programs: syscall number -> probe index "
         "through fay_sysfilter)\n";
   if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
+  for (const Expr* r : plan.state_reads)
+    out += fmt::format("    read {} before the where{}\n", r->text,
+                       plan.states[static_cast<size_t>(r->state)]->remember_ttl_ns
+                           ? ""
+                           : " (taken: deleted once every read found its value)");
   if (plan.predicate)
     out += fmt::format("    where {}\n",
                        plan.predicate->text.empty() ? "<conjunction>" : plan.predicate->text);

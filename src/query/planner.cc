@@ -211,13 +211,23 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
   }
 }
 
+// Whether two expressions compute the same thing, however they are spelled.
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a.kind != b.kind || a.name != b.name || a.op != b.op || a.int_value != b.int_value ||
+      a.str_value != b.str_value || a.kids.size() != b.kids.size())
+    return false;
+  for (size_t i = 0; i < a.kids.size(); ++i)
+    if (!SameExpr(*a.kids[i], *b.kids[i])) return false;
+  return true;
+}
+
 // The distinct state reads of the plan's probe part, each numbered (Expr::read_slot).
 void PlanStateReads(Plan& plan) {
   auto check = [&](const Expr& e) {
     if (e.kind != ExprKind::kState) return;
     auto& mut = const_cast<Expr&>(e);  // the plan owns the query
     for (size_t i = 0; i < plan.state_reads.size(); ++i)
-      if (plan.state_reads[i]->text == e.text) mut.read_slot = static_cast<int>(i);
+      if (SameExpr(*plan.state_reads[i], e)) mut.read_slot = static_cast<int>(i);
     if (mut.read_slot >= 0) return;
     mut.read_slot = static_cast<int>(plan.state_reads.size());
     plan.state_reads.push_back(&e);
@@ -235,11 +245,14 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   plan.probes = std::move(probes);
   plan.max_keys = options.max_keys;
 
-  // Each state pipeline is a plan of its own. Its system calls attach to their own
-  // tracepoints: the shared raw_syscalls programs serve the query's probes.
+  // Each state pipeline is a plan of its own. Its system calls are on raw sys_enter as the
+  // query's are, in a program of their own attached after the query's, so a call that both
+  // reads and remembers reads first (a raw tracepoint runs its programs in attach order).
+  if (query->states.size() != state_probes.size())
+    return Error(Code::kInternal, "the state pipelines' probes were not resolved");
   PlanOptions state_options = options;
-  state_options.raw_syscalls_threshold = SIZE_MAX;
-  for (size_t i = 0; i < query->states.size() && i < state_probes.size(); ++i) {
+  state_options.raw_syscalls_threshold = 0;
+  for (size_t i = 0; i < query->states.size(); ++i) {
     FAY_ASSIGN_OR_RETURN(Plan sp,
                          BuildPlan(query->states[i], std::move(state_probes[i]), state_options));
     if (sp.needs_exit)

@@ -35,7 +35,8 @@ enum MapId {
   kMapScopeGen,    // ARRAY[1] u64: bumped whenever the traced set changes
   kMapScopeCache,  // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
   kMapState0,      // HASH (LRU_HASH with `for`) key -> {value, time stored}: state pipeline 0
-  kMapCount = kMapState0 + kMaxStates,
+  kMapStateSysFilter0 = kMapState0 + kMaxStates,  // kMapSysFilter of state pipeline 0's syscalls
+  kMapCount = kMapStateSysFilter0 + kMaxStates,
 };
 
 enum StatIndex {

@@ -29,12 +29,14 @@ void GenScratch(Gen& g) {
 // Raw syscalls: keep only the syscalls the query names, and remember which probe this is.
 void GenSyscallFilter(Gen& g) {
   Emitter& e = g.e;
+  // A state pipeline's system calls are other probes, in a filter of their own.
+  const int filter = g.attach.state >= 0 ? kMapStateSysFilter0 + g.attach.state : kMapSysFilter;
   e.Comment("raw syscalls: syscall number -> probe index");
   e.Load(8, R1, R6, kRecordIdOff);
   e.JmpIfImm(BPF_JSLT, R1, 0, g.exit_label);
   e.JmpIfImm(BPF_JSGE, R1, kMaxSyscalls, g.exit_label);
   e.Store(4, R10, kFpKey, R1);
-  GenLookupFpKey(g, kMapSysFilter);
+  GenLookupFpKey(g, filter);
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Load(4, R1, R0, 0);
   e.JmpIfImm(BPF_JEQ, R1, 0, g.exit_label);
@@ -607,6 +609,9 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
         sp.remember_ttl_ns ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
         fmt::format("fay_state_{}", i).c_str(), static_cast<uint32_t>(sp.key_size), 16,
         plan.max_keys);
+    if (sp.use_raw_syscalls)
+      set(static_cast<MapId>(kMapStateSysFilter0 + i), BPF_MAP_TYPE_ARRAY,
+          fmt::format("fay_state_sys_{}", i).c_str(), 4, 4, kMaxSyscalls);
   }
   // Small keys and states go through the per-CPU cache; big ones (histograms, sketches)
   // would make it too large to be worth it.

@@ -3,6 +3,8 @@
 // Each state pipeline has a hash map of its own, kMapState0 + its index: key -> {value, time}.
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "bpf/codegen/codegen.h"
 #include "bpf/codegen/gen_context.h"
 
@@ -38,33 +40,34 @@ void GenRemember(Gen& g) {
 
 void GenStateReads(Gen& g) {
   Emitter& e = g.e;
-  for (const Expr* read : g.plan.state_reads) {
-    const Plan& state = *g.plan.states[static_cast<size_t>(read->state)];
-    const int map = kMapState0 + read->state;
-    const int16_t slot = g.AllocTemp();  // held to the end of the program
-    g.state_slots.push_back(slot);
-    e.Comment("state read " + read->text);
-    // The key in consecutive stack words, lowest first: temporaries grow down.
-    const size_t n = read->kids.size();
+  const auto& reads = g.plan.state_reads;
+  if (reads.empty()) return;
+  // Every read's value, held on the stack to the end of the program.
+  for (size_t r = 0; r < reads.size(); ++r) g.state_slots.push_back(g.AllocTemp());
+  // Every read's key, in consecutive stack words, lowest first (temporaries grow down).
+  std::vector<int16_t> key_at;
+  int key_temps = 0;
+  for (const Expr* read : reads) {
     int16_t base = 0;
-    for (size_t k = 0; k < n; ++k) base = g.AllocTemp();
-    for (size_t k = 0; k < n; ++k) {
-      GenIntExpr(g, *read->kids[k]);
-      e.Store(8, R10, static_cast<int16_t>(base + 8 * static_cast<int>(k)), R7);
+    for (size_t k = 0; k < read->kids.size(); ++k, ++key_temps) base = g.AllocTemp();
+    key_at.push_back(base);
+  }
+  Label missing = e.NewLabel(), all_found = e.NewLabel();
+  for (size_t r = 0; r < reads.size(); ++r) {
+    const Expr& read = *reads[r];
+    const Plan& state = *g.plan.states[static_cast<size_t>(read.state)];
+    e.Comment("state read " + read.text);
+    for (size_t k = 0; k < read.kids.size(); ++k) {
+      GenIntExpr(g, *read.kids[k]);
+      e.Store(8, R10, static_cast<int16_t>(key_at[r] + 8 * static_cast<int>(k)), R7);
     }
-    Label found = e.NewLabel();
-    e.LdMap(R1, map);
+    e.LdMap(R1, kMapState0 + read.state);
     e.Mov(R2, R10);
-    e.AluImm(BPF_ADD, R2, base);
+    e.AluImm(BPF_ADD, R2, key_at[r]);
     e.Call(BPF_FUNC_map_lookup_elem);
-    e.JmpIfImm(BPF_JNE, R0, 0, found);
-    Label missing = e.NewLabel();
-    e.Bind(missing);
-    GenBumpStat(g, kStatNoState);
-    e.Jmp(g.exit_label);
-    e.Bind(found);
+    e.JmpIfImm(BPF_JEQ, R0, 0, missing);
     e.Load(8, R7, R0, 0);
-    e.Store(8, R10, slot, R7);
+    e.Store(8, R10, g.state_slots[r], R7);
     if (state.remember_ttl_ns) {
       // Kept for its time: older values read as missing (the LRU map drops them in time).
       e.Load(8, R7, R0, 8);
@@ -72,15 +75,23 @@ void GenStateReads(Gen& g) {
       e.Alu(BPF_SUB, R0, R7);
       e.LdImm64(R1, state.remember_ttl_ns);
       e.JmpIf(BPF_JGT, R0, R1, missing);
-    } else {
-      // Taken: the value is read once.
-      e.LdMap(R1, map);
-      e.Mov(R2, R10);
-      e.AluImm(BPF_ADD, R2, base);
-      e.Call(BPF_FUNC_map_delete_elem);
     }
-    for (size_t k = 0; k < n; ++k) g.FreeTemp();
   }
+  e.Jmp(all_found);
+  e.Bind(missing);
+  GenBumpStat(g, kStatNoState);
+  e.Jmp(g.exit_label);
+  e.Bind(all_found);
+  // Taken only once every read found its value, so two reads of one value both see it.
+  for (size_t r = 0; r < reads.size(); ++r) {
+    const Expr& read = *reads[r];
+    if (g.plan.states[static_cast<size_t>(read.state)]->remember_ttl_ns) continue;
+    e.LdMap(R1, kMapState0 + read.state);
+    e.Mov(R2, R10);
+    e.AluImm(BPF_ADD, R2, key_at[r]);
+    e.Call(BPF_FUNC_map_delete_elem);
+  }
+  for (int k = 0; k < key_temps; ++k) g.FreeTemp();
 }
 
 }  // namespace fay::bpf

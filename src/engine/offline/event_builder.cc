@@ -23,7 +23,7 @@ int64_t ArgValue(const Field& f, uint64_t raw) {
                           : static_cast<int64_t>(low);
 }
 
-EventBuilder::EventBuilder(const Plan& plan) {
+EventBuilder::EventBuilder(const Plan& plan) : at_exit_(plan.needs_exit) {
   probes_.resize(plan.probes.size());
   for (size_t p = 0; p < plan.probes.size(); ++p) {
     const ProbeInfo& probe = plan.probes[p];
@@ -66,6 +66,7 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
   PerProbe& pp = probes_[probe_of_nr_[ev.nr]];
   Event& out = pp.event;
   const bool exited = !(ev.flags & kEventNoExit);
+  out.time_ns = at_exit_ && exited ? ev.exit_ns : ev.entry_ns;
   for (const Need& n : pp.needs) {
     Value& v = out.values[n.index];
     switch (n.source) {
@@ -130,6 +131,7 @@ const Event& EventBuilder::BuildSignal(const ProcessEvent& ev, uint32_t uid,
                                        std::string_view comm) {
   PerProbe& pp = probes_[signal_probe_];
   Event& out = pp.event;
+  out.time_ns = ev.time_ns;
   // The tracepoint's (sig, errno, code), from the siginfo the recorder kept.
   int32_t ctx[3] = {ev.signo, 0, 0};
   if (ev.siginfo.size() >= 12) std::memcpy(&ctx[1], ev.siginfo.data() + 4, 8);

@@ -96,6 +96,7 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
   // redoes the query in file order, which stops at the damage, so the result is the same.
   if (!status.ok()) return status;
   Interpreter& merged = workers[0]->interp;
+  if (!merged.first_error().ok()) return merged.first_error();
   sink.Window(plan, merged.TakeWindow(Realtime(first_info, last_ns)));
   stats->run = merged.stats();
   return status;
@@ -122,11 +123,12 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   // Signals take their thread's comm from the calls before them: read in file order.
   // State pipelines' events build against their own plans; states need the calls in order.
   std::vector<std::unique_ptr<EventBuilder>> state_builders;
-  bool state_paths = false, state_bytes = false;
+  bool state_paths = false, state_bytes = false, state_signals = false;
   for (const auto& sp : plan.states) {
     state_builders.push_back(std::make_unique<EventBuilder>(*sp));
     state_paths |= state_builders.back()->needs_paths();
     state_bytes |= state_builders.back()->needs_bytes();
+    state_signals |= state_builders.back()->signal_probe() >= 0;
   }
   const bool needs_paths = builder.needs_paths() || state_paths;
   const bool ordered = plan.mode == PlanMode::kSelect || plan.every_ns || needs_paths ||
@@ -176,7 +178,7 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     std::array<char, 16> comm{};
   };
   std::unordered_map<int32_t, ThreadIds> thread_ids;
-  const bool signals = builder.signal_probe() >= 0;
+  const bool signals = builder.signal_probe() >= 0 || state_signals;
   // A state pipeline remembers at a call's entry, as its probe does; the query reads at the
   // entry, or at the exit when it needs one, so a call both remembers and reads in that order.
   auto remember = [&](const SyscallEvent& ev, std::string_view p) {
@@ -208,9 +210,12 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     ++stats->events_read;
     close_windows_before(ev.time_ns);
     const ThreadIds& ids = thread_ids[ev.tid];
-    run(builder.BuildSignal(ev, ids.uid,
-                            std::string_view(ids.comm.data(), strnlen(ids.comm.data(), 16))),
-        ev.time_ns, ev.time_ns);
+    const std::string_view comm(ids.comm.data(), strnlen(ids.comm.data(), 16));
+    if (builder.signal_probe() >= 0)
+      run(builder.BuildSignal(ev, ids.uid, comm), ev.time_ns, ev.time_ns);
+    for (size_t i = 0; i < state_builders.size(); ++i)
+      if (state_builders[i]->signal_probe() >= 0)
+        interp.Remember(i, state_builders[i]->BuildSignal(ev, ids.uid, comm));
   };
   const double cpu0 = ThreadCpuSeconds();
   reader.SkipBlobs(!builder.needs_bytes() && !state_bytes);
@@ -224,6 +229,9 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     sink.Window(plan, interp.TakeWindow(Realtime(info, end)));
   }
   stats->run = interp.stats();
+  // An expression that cannot be evaluated is a defect of the query's checks, never a silent
+  // empty answer.
+  if (st.ok() && !interp.first_error().ok()) return interp.first_error();
   return st;
 }
 

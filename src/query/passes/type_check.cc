@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string_view>
 
 #include "common/strings.h"
@@ -39,6 +40,7 @@ class TypeChecker {
   Status Run(Query& q) {
     const bool state_pipeline =
         !q.stages.empty() && std::holds_alternative<RememberStage>(q.stages.back().stage);
+    in_state_pipeline_ = state_pipeline;
     for (StageNode& node : q.stages) {
       if (auto* r = std::get_if<RememberStage>(&node.stage)) {
         FAY_RETURN_IF_ERROR(CheckRemember(*r));
@@ -56,6 +58,15 @@ class TypeChecker {
       } else if (auto* s = std::get_if<SelectStage>(&node.stage)) {
         for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(Check(*k.expr));
       }
+    }
+    // A value nobody reads would only fill its map.
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (read_states_.count(static_cast<int>(i))) continue;
+      const auto& r = std::get<RememberStage>(states_[i]->stages.back().stage);
+      return QueryError(src_, r.name_range,
+                        fmt::format("'{}' is remembered but never read", r.name),
+                        fmt::format("read it in the query after the last ';', e.g. {}[{}]", r.name,
+                                    r.keys.empty() ? "tid" : r.keys[0]->text));
     }
     return Status::Ok();
   }
@@ -133,16 +144,31 @@ class TypeChecker {
           return QueryError(
               src_, e.range,
               fmt::format("A state pipeline cannot read '{}' of {}", e.name, probes_[p].name),
-              "a state pipeline runs where the event happens; a system call's "
-              "ret, errno and latency are known only at its exit");
+              "a state pipeline runs once, where its event happens: ret, errno and latency "
+              "need a call's entry and exit paired");
+        if (s == FieldSource::kUprobeArg && probes_[p].kind == ProbeKind::kUretprobe)
+          return QueryError(
+              src_, e.range,
+              fmt::format("A state pipeline cannot read '{}' of {}", e.name, probes_[p].name),
+              "the arguments are gone at the return: remember them at the uprobe");
       }
     }
     for (const ExprPtr& k : e.kids) FAY_RETURN_IF_ERROR(NoExitField(*k));
     return Status::Ok();
   }
 
+  static bool ReadsState(const Expr& e) {
+    if (e.kind == ExprKind::kState) return true;
+    for (const ExprPtr& k : e.kids)
+      if (ReadsState(*k)) return true;
+    return false;
+  }
+
   // name[key, ...]: a value a state pipeline before ';' remembers, under as many int keys.
   Status CheckState(Expr& e) {
+    if (in_state_pipeline_)
+      return QueryError(src_, e.range, "A state pipeline cannot read a state",
+                        "only the query after the last ';' reads what is remembered");
     std::vector<std::string> names;
     for (size_t i = 0; i < states_.size(); ++i) {
       const auto& r = std::get<RememberStage>(states_[i]->stages.back().stage);
@@ -162,8 +188,12 @@ class TypeChecker {
       for (ExprPtr& k : e.kids) {
         FAY_RETURN_IF_ERROR(Check(*k));
         FAY_RETURN_IF_ERROR(ExpectInt(*k, "state keys are ints"));
+        if (ReadsState(*k))
+          return QueryError(src_, k->range, "A state read's key cannot read a state",
+                            "every read happens before the where, all at once");
       }
       e.state = static_cast<int>(i);
+      read_states_.insert(e.state);
       e.type = Type::Int(r.value->type.is_signed);
       return Status::Ok();
     }
@@ -526,6 +556,8 @@ class TypeChecker {
   const std::string& src_;
   const std::vector<ProbeInfo>& probes_;
   const std::vector<std::shared_ptr<Query>>& states_;
+  bool in_state_pipeline_ = false;
+  std::set<int> read_states_;  // the states the query reads
 };
 
 }  // namespace

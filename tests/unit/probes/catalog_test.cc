@@ -51,10 +51,12 @@ TEST(SystemCatalog, IntervalAndProfile) {
   EXPECT_EQ(p.name, "profile:99");
   EXPECT_EQ(p.kind, ProbeKind::kProfile);
   EXPECT_EQ(p.hz, 99u);
-  ASSERT_EQ(p.fields.size(), CommonFields().size() + 1);
-  EXPECT_EQ(p.fields.back().name, "ustack");
+  ASSERT_EQ(p.fields.size(), CommonFields().size() + 2);
+  EXPECT_EQ(p.fields[p.fields.size() - 2].name, "ustack");
+  EXPECT_EQ(p.fields.back().name, "kstack");
   EXPECT_EQ(p.fields.back().type, Type::Stack());
-  EXPECT_EQ(p.fields.back().source, FieldSource::kUserStack);
+  EXPECT_EQ(p.fields.back().source, FieldSource::kKernelStack);
+  EXPECT_EQ(p.fields[p.fields.size() - 2].source, FieldSource::kUserStack);
   auto bpftrace_style = catalog.Resolve("profile:hz:49");
   ASSERT_TRUE(bpftrace_style.ok());
   EXPECT_EQ((*bpftrace_style)[0].name, "profile:49");

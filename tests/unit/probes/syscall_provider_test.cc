@@ -53,7 +53,7 @@ TEST(SyscallProvider, Openat) {
   for (const auto& f : p.fields) names.push_back(f.name);
   EXPECT_EQ(names, (std::vector<std::string>{"time", "cpu", "pid", "tid", "uid", "comm", "probe",
                                              "args.dfd", "args.filename", "args.flags", "args.mode",
-                                             "ret", "errno", "latency"}));
+                                             "ret", "errno", "latency", "ustack", "kstack"}));
 
   const Field* dfd = p.FindField("args.dfd");
   ASSERT_NE(dfd, nullptr);
@@ -141,7 +141,8 @@ TEST(SyscallProvider, ArgumentIndexesAndNoArgs) {
   SyscallProvider provider;
   auto getppid = provider.Resolve("getppid");
   ASSERT_TRUE(getppid.ok());
-  EXPECT_EQ((*getppid)[0].fields.size(), CommonFields().size() + 3);  // ret, errno, latency
+  // ret, errno, latency, ustack, kstack
+  EXPECT_EQ((*getppid)[0].fields.size(), CommonFields().size() + 5);
   auto mmap = provider.Resolve("mmap");
   ASSERT_TRUE(mmap.ok());
   const Field* off = (*mmap)[0].FindField("args.off");

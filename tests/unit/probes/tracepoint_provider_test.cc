@@ -27,8 +27,8 @@ TEST(TracepointFields, FromFormat) {
       {"delta", "s64", 104, 8, true, false, -1},
   };
   std::vector<Field> fields = TracepointFields(format);
-  // Five loadable fields, each also as args.NAME.
-  ASSERT_EQ(fields.size(), CommonFields().size() + 10);
+  // Five loadable fields, each also as args.NAME, then ustack and kstack.
+  ASSERT_EQ(fields.size(), CommonFields().size() + 12);
   const Field* f = &fields[CommonFields().size()];
   EXPECT_EQ(f[0].name, "prev_comm");
   EXPECT_EQ(f[0].type, Type::Str(16));
@@ -89,7 +89,7 @@ TEST(TracepointProvider, SchedProcessFork) {
   EXPECT_EQ(OwnFieldNames(p),
             (std::vector<std::string>{"parent_comm", "parent_pid", "child_comm", "child_pid",
                                       "args.parent_comm", "args.parent_pid", "args.child_comm",
-                                      "args.child_pid"}));
+                                      "args.child_pid", "ustack", "kstack"}));
   const Field* parent_comm = p.FindField("parent_comm");
   ASSERT_NE(parent_comm, nullptr);
   EXPECT_EQ(parent_comm->source, FieldSource::kDataLoc);

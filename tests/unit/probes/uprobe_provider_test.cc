@@ -93,8 +93,8 @@ TEST(UprobeProvider, ResolvesOwnFunction) {
   std::vector<std::string> names;
   for (size_t i = CommonFields().size(); i < p.fields.size(); ++i)
     names.push_back(p.fields[i].name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"arg0", "arg1", "arg2", "arg3", "arg4", "arg5", "func"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"arg0", "arg1", "arg2", "arg3", "arg4", "arg5", "func",
+                                             "ustack", "kstack"}));
   const Field* arg3 = p.FindField("arg3");
   EXPECT_EQ(arg3->source, FieldSource::kUprobeArg);
   EXPECT_EQ(arg3->index, 3);
