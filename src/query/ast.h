@@ -4,7 +4,7 @@
 //   state   := source ('|' (where | sample))* '|' remember
 //   query   := source ('|' stage)*
 //   source  := probe_spec (',' probe_spec)*
-//   stage   := where | sample | aggregate | select | top | every | for
+//   stage   := where | sample | aggregate | select | format | top | every | for
 #pragma once
 
 #include <cstdint>
@@ -120,8 +120,14 @@ struct RememberStage {
   uint64_t ttl_ns = 0;
 };
 
+// `format "FMT"` after a select: how text output lays out each row (query/row_format.h).
+struct FormatStage {
+  std::string fmt;
+  SourceRange range;  // the string literal
+};
+
 using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
-                           EveryStage, ForStage, RememberStage>;
+                           EveryStage, ForStage, RememberStage, FormatStage>;
 
 struct StageNode {
   Stage stage;

@@ -40,7 +40,7 @@ const AggDesc& Desc(AggFunc f) {
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
       "where", "sample", "select", "top",  "every", "for",      "count",    "sum",
-      "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct", "remember"};
+      "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct", "remember", "format"};
   return words;
 }
 
@@ -222,6 +222,14 @@ class Parser {
         node->stage = EveryStage{ns};
       else
         node->stage = ForStage{ns};
+    } else if (word == "format") {
+      FAY_RETURN_IF_ERROR(Advance());
+      if (cur_.kind != TokKind::kString)
+        return Fail(cur_, fmt::format("Expected a format string after 'format', found {}",
+                                      Describe(cur_)),
+                    "e.g. select pid, comm | format \"%-6d %s\"");
+      node->stage = FormatStage{cur_.str_value, cur_.range};
+      FAY_RETURN_IF_ERROR(Advance());
     } else if (word == "remember") {
       FAY_RETURN_IF_ERROR(Advance());
       RememberStage s;

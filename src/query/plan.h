@@ -98,6 +98,7 @@ struct Plan {
   int64_t top_n = 0;      // 0: all rows
   uint64_t every_ns = 0;  // 0: one window, printed at the end
   uint64_t for_ns = 0;    // 0: until Ctrl-C or the traced command exits
+  std::string format;     // kSelect: the text layout of a row (query/row_format.h); "" for columns
 };
 
 // Calls fn on every node of every expression the plan's probe part evaluates: the predicate,

@@ -299,6 +299,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (auto* t = std::get_if<TopStage>(&node.stage)) plan.top_n = t->n;
     if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
+    if (auto* f = std::get_if<FormatStage>(&node.stage)) plan.format = f->fmt;
   }
 
   // Several where stages are one conjunction. The planner owns the query, so it moves the

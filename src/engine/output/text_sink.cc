@@ -2,12 +2,15 @@
 // are printed as one block per row, like bpftrace's maps.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <ctime>
 
 #include "engine/output/format.h"
 #include "engine/output/hist_bars.h"
 #include "engine/output/sink.h"
+#include "query/row_format.h"
 
 namespace fay {
 namespace {
@@ -70,6 +73,10 @@ class TextSink : public OutputSink {
   }
 
   void SelectRow(const Plan& plan, const std::vector<Value>& row, uint64_t time_ns) override {
+    if (!plan.format.empty()) {
+      FormattedRow(plan, row, time_ns);
+      return;
+    }
     if (!select_header_done_) {
       select_header_done_ = true;
       std::vector<std::string> names;
@@ -99,6 +106,31 @@ class TextSink : public OutputSink {
   void Flush() override { fflush(out_); }
 
  private:
+  // The row as the query's format says, with no header; a line ends where the format does not.
+  void FormattedRow(const Plan& plan, const std::vector<Value>& row, uint64_t time_ns) {
+    if (!row_format_) {
+      std::vector<Type> types;
+      std::vector<std::string> names;
+      for (const Slot& s : plan.keys) {
+        types.push_back(s.type);
+        names.push_back(s.name);
+      }
+      auto rf = RowFormat::Parse(plan.format, types, names);
+      if (!rf.ok()) return;  // the type checker refused it already
+      row_format_ = std::move(rf).value();
+    }
+    std::vector<int64_t> ints;
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < row.size() && i < plan.keys.size(); ++i) {
+      const auto* v = std::get_if<int64_t>(&row[i]);
+      ints.push_back(v ? *v : 0);
+      texts.push_back(FormatSlotValue(plan, plan.keys[i], row[i]));
+    }
+    std::string line = row_format_->Apply(ints, texts, time_ns);
+    if (line.empty() || line.back() != '\n') line += '\n';
+    fputs(line.c_str(), out_);
+  }
+
   std::string Table(const Plan& plan, const ResultSet& rs, const std::vector<size_t>& order) {
     std::vector<std::vector<std::string>> lines;
     std::vector<bool> left;
@@ -172,6 +204,7 @@ class TextSink : public OutputSink {
   FILE* out_;
   TextOptions options_;
   bool select_header_done_ = false;
+  std::optional<RowFormat> row_format_;
   std::vector<size_t> select_widths_;
   std::vector<bool> select_left_;
 };

@@ -26,8 +26,10 @@ const char* StageWord(const Stage& s) {
       return "every";
     case 6:
       return "for";
-    default:
+    case 7:
       return "remember";
+    default:
+      return "format";
   }
 }
 
@@ -87,7 +89,8 @@ Status CheckStages(const Query& q) {
   std::set<std::string> state_names;
   for (const auto& st : q.states) FAY_RETURN_IF_ERROR(CheckStatePipeline(*st, &state_names));
   const StageNode* main = nullptr;  // the aggregate or select stage
-  const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr;
+  const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr,
+                  *format = nullptr;
   for (const StageNode& node : q.stages) {
     const Stage& s = node.stage;
     const char* word = StageWord(s);
@@ -115,6 +118,13 @@ Status CheckStages(const Query& q) {
       if (!main || !std::holds_alternative<AggregateStage>(main->stage))
         return QueryError(src, node.range, "'top' needs an aggregate stage before it",
                           "e.g. syscall:openat | count() by comm | top 10");
+    } else if (std::holds_alternative<FormatStage>(s)) {
+      if (format) return QueryError(src, node.range, "Only one format stage is allowed");
+      format = &node;
+      if (!main || !std::holds_alternative<SelectStage>(main->stage))
+        return QueryError(src, node.range, "'format' needs a select stage before it",
+                          "format lays out selected rows, e.g. syscall:kill | select pid, "
+                          "args.sig | format \"%T %-6d %d\"");
     } else if (std::holds_alternative<RememberStage>(s)) {
       return QueryError(src, node.range, "'remember' ends a state pipeline before ';'",
                         "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "

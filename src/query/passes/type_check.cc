@@ -10,6 +10,7 @@
 #include "common/strings.h"
 #include "query/diagnostics.h"
 #include "query/parser.h"
+#include "query/row_format.h"
 
 namespace fay {
 namespace {
@@ -41,6 +42,7 @@ class TypeChecker {
     const bool state_pipeline =
         !q.stages.empty() && std::holds_alternative<RememberStage>(q.stages.back().stage);
     in_state_pipeline_ = state_pipeline;
+    const SelectStage* select = nullptr;
     for (StageNode& node : q.stages) {
       if (auto* r = std::get_if<RememberStage>(&node.stage)) {
         FAY_RETURN_IF_ERROR(CheckRemember(*r));
@@ -57,6 +59,18 @@ class TypeChecker {
         for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
       } else if (auto* s = std::get_if<SelectStage>(&node.stage)) {
         for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(Check(*k.expr));
+        select = s;
+      } else if (auto* f = std::get_if<FormatStage>(&node.stage); f && select) {
+        std::vector<Type> types;
+        std::vector<std::string> names;
+        for (const KeyItem& k : select->items) {
+          types.push_back(k.expr->type);
+          names.push_back(k.name);
+        }
+        if (auto rf = RowFormat::Parse(f->fmt, types, names); !rf.ok())
+          return QueryError(src_, f->range, "Bad format: " + rf.status().message(),
+                            "each conversion takes the next selected column: %d %u %x %s "
+                            "(widths as printf: %-16s %6d), %T the wall-clock time");
       }
     }
     // A value nobody reads would only fill its map.
