@@ -108,6 +108,9 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
   for (const Slot& s : plan.keys)
     if (s.type.kind == TypeKind::kStack)
       return all_kernel("stack keys (ustack) are read by the kernel only");
+  if (const Field* f =
+          FindPlanField(plan, [](FieldSource s) { return s == FieldSource::kTaskBtf; }))
+    return all_kernel(fmt::format("{} is the kernel's task, which only the kernel reads", f->name));
   std::string library =
       options.runtime_library.empty() ? DefaultLibrary() : options.runtime_library;
   if (library.empty()) return all_kernel("the runtime library libfay_inproc.so is not next to fay");

@@ -117,6 +117,20 @@ void VisitPlanExprs(const Plan& plan, Fn&& fn) {
   for (const AggSlot& a : plan.aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
 }
 
+// The first field the plan's probe part reads whose source `pred` accepts, or null.
+template <typename Pred>
+const Field* FindPlanField(const Plan& plan, Pred&& pred) {
+  const Field* found = nullptr;
+  VisitPlanExprs(plan, [&](const Expr& e) {
+    if (found || e.kind != ExprKind::kField) return;
+    for (size_t p = 0; p < plan.probes.size() && p < e.field_index.size(); ++p) {
+      const Field& f = plan.probes[p].fields[static_cast<size_t>(e.field_index[p])];
+      if (pred(f.source)) found = &f;
+    }
+  });
+  return found;
+}
+
 struct PlanOptions {
   uint32_t max_keys = 10240;
   // Above this many syscall probes, attach raw_syscalls once instead of each syscall tracepoint.

@@ -54,6 +54,12 @@ enum class FieldSource {
   // The user and the kernel stack where the probe fired, usable as keys (live probes only).
   kUserStack,
   kKernelStack,
+  // A member of a kernel type, by BTF: from the current task (`curtask.real_parent.tgid`), or
+  // from a user struct a syscall argument points at (`args.rqtp.tv_sec`, base loaded as kCtx
+  // from offset/size/index). Field::hops are the byte offsets; each but the last follows a
+  // pointer; the leaf is leaf_size bytes (an int, or a char array as a string).
+  kTaskBtf,
+  kUserBtf,
   // Recorded syscalls only (fay query -i): what the trace holds beyond the live probe.
   kBytes,  // captured buffer bytes of the call, summed over its buffers
   kPath,   // string: the path an fd-based call's descriptor names, from the reader's fd table
@@ -67,6 +73,8 @@ struct Field {
   int size = 8;        // kCtx: bytes to load (1, 2, 4 or 8)
   int index = 0;       // kUprobeArg: argument position; syscall args: position 0..5
   std::string c_type;  // the type as the kernel format file spells it, for `fay probes`
+  std::vector<uint32_t> hops;  // kTaskBtf, kUserBtf
+  int leaf_size = 0;           // kTaskBtf, kUserBtf
 };
 
 // The fields every probe carries: time, cpu, pid, tid, uid, comm, probe.

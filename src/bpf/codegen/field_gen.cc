@@ -22,7 +22,8 @@ const Field& FieldOf(const Gen& g, const Expr& expr, int probe) {
 // Two probes read a field the same way when every fact the loads below depend on agrees.
 bool SameLayout(const Field& a, const Field& b, const ProbeInfo& pa, const ProbeInfo& pb) {
   return a.source == b.source && a.offset == b.offset && a.size == b.size && a.index == b.index &&
-         a.c_type == b.c_type && a.type == b.type && pa.kind == pb.kind;
+         a.c_type == b.c_type && a.type == b.type && pa.kind == pb.kind && a.hops == b.hops &&
+         a.leaf_size == b.leaf_size;
 }
 
 // Narrow loads zero-extend; signed narrow fields need their sign back.
@@ -43,6 +44,47 @@ void LoadProbeIndex(Gen& g, Reg dst) {
 }  // namespace
 
 namespace {
+
+void GenFieldOf(Gen& g, const Field& f, int probe);
+
+// A BTF-typed field (kTaskBtf, kUserBtf): R7 = the address of its leaf, after following each
+// pointer on the way, or 0 when one of them is NULL or unreadable (the read errors count it).
+// The reads go through the kernel's or the user's memory helpers, as the field's root says.
+void GenBtfAddress(Gen& g, const Field& f, int probe) {
+  Emitter& e = g.e;
+  if (f.source == FieldSource::kTaskBtf) {
+    e.Call(BPF_FUNC_get_current_task);
+    e.Mov(R7, R0);
+  } else {
+    Field base = f;  // the argument that points at the struct, loaded as the record has it
+    base.source = FieldSource::kCtx;
+    base.type = Type::Int(false);
+    base.c_type.clear();
+    GenFieldOf(g, base, probe);
+  }
+  const int helper =
+      f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel : BPF_FUNC_probe_read_user;
+  const int16_t tmp = g.AllocTemp();
+  Label null = e.NewLabel(), done = e.NewLabel();
+  for (size_t i = 0; i + 1 < f.hops.size(); ++i) {
+    e.JmpIfImm(BPF_JEQ, R7, 0, null);
+    e.Mov(R3, R7);
+    e.AluImm(BPF_ADD, R3, static_cast<int32_t>(f.hops[i]));
+    e.Mov(R1, R10);
+    e.AluImm(BPF_ADD, R1, tmp);
+    e.MovImm(R2, 8);
+    e.Call(helper);
+    e.JmpIfImm(BPF_JNE, R0, 0, null);
+    e.Load(8, R7, R10, tmp);
+  }
+  e.JmpIfImm(BPF_JEQ, R7, 0, null);
+  e.AluImm(BPF_ADD, R7, static_cast<int32_t>(f.hops.back()));
+  e.Jmp(done);
+  e.Bind(null);
+  e.MovImm(R7, 0);
+  e.Bind(done);
+  g.FreeTemp();
+}
 
 void GenFieldOf(Gen& g, const Field& f, int probe) {
   Emitter& e = g.e;
@@ -161,6 +203,29 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
         e.Bind(done);
       }
       return;
+    case FieldSource::kTaskBtf:
+    case FieldSource::kUserBtf: {
+      GenBtfAddress(g, f, probe);
+      const int16_t tmp = g.AllocTemp();
+      Label done = e.NewLabel(), failed = e.NewLabel();
+      e.StoreImm(8, R10, tmp, 0);  // a narrow leaf fills the low bytes; the rest stay 0
+      e.JmpIfImm(BPF_JEQ, R7, 0, failed);
+      e.Mov(R3, R7);
+      e.Mov(R1, R10);
+      e.AluImm(BPF_ADD, R1, tmp);
+      e.MovImm(R2, f.leaf_size);
+      e.Call(f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel
+                                               : BPF_FUNC_probe_read_user);
+      e.JmpIfImm(BPF_JEQ, R0, 0, done);
+      e.Bind(failed);
+      GenBumpStat(g, kStatReadErrors);
+      e.StoreImm(8, R10, tmp, 0);
+      e.Bind(done);
+      e.Load(8, R7, R10, tmp);
+      if (f.type.is_signed) SignExtend(g, R7, f.leaf_size);
+      g.FreeTemp();
+      return;
+    }
     case FieldSource::kComm:
     case FieldSource::kDataLoc:
       g.Fail(fmt::format("internal: string field {} used as an integer", f.name));
@@ -173,7 +238,7 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
   }
 }
 
-void GenStringFieldOf(Gen& g, const Field& f, int off, int cap) {
+void GenStringFieldOf(Gen& g, const Field& f, int probe, int off, int cap) {
   Emitter& e = g.e;
   e.Comment(f.name);
   e.Mov(R1, R9);
@@ -207,6 +272,21 @@ void GenStringFieldOf(Gen& g, const Field& f, int off, int cap) {
       e.AluImm(BPF_ADD, R3, f.offset);
       e.Call(BPF_FUNC_probe_read_kernel_str);
       return;
+    case FieldSource::kTaskBtf:
+    case FieldSource::kUserBtf: {
+      // A char array: read as a string, NUL-terminated within the buffer.
+      GenBtfAddress(g, f, probe);
+      Label done = e.NewLabel();
+      e.JmpIfImm(BPF_JEQ, R7, 0, done);
+      e.Mov(R1, R9);
+      e.AluImm(BPF_ADD, R1, off);
+      e.MovImm(R2, std::min(cap, f.leaf_size));
+      e.Mov(R3, R7);
+      e.Call(f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel_str
+                                               : BPF_FUNC_probe_read_user_str);
+      e.Bind(done);
+      return;
+    }
     case FieldSource::kDataLoc:
       // The u32 descriptor holds the string's offset in its low half and length in its high.
       e.Load(4, R3, R6, static_cast<int16_t>(f.offset));
@@ -315,7 +395,7 @@ void GenStringField(Gen& g, const Expr& expr, int off, int cap) {
     GenNameString(g, expr, off, cap);
     return;
   }
-  GenPerProbe(g, expr, [&](const Field& f, int) { GenStringFieldOf(g, f, off, cap); });
+  GenPerProbe(g, expr, [&](const Field& f, int p) { GenStringFieldOf(g, f, p, off, cap); });
 }
 
 }  // namespace fay::bpf

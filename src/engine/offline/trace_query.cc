@@ -108,6 +108,20 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
                      OutputSink& sink, TraceQueryStats* stats) {
   auto t0 = std::chrono::steady_clock::now();
   *stats = TraceQueryStats{};
+  // What only a live probe can read: its stacks, the kernel's task, user memory.
+  auto live_only = [](FieldSource s) {
+    return IsStackSource(s) || s == FieldSource::kTaskBtf || s == FieldSource::kUserBtf;
+  };
+  auto refuse = [&](const Plan& p) -> Status {
+    if (const Field* f = FindPlanField(p, live_only))
+      return Error(Code::kInvalidArgument,
+                   fmt::format("{} is read by a live probe only: a recorded trace does not hold "
+                               "it",
+                               f->name));
+    return Status::Ok();
+  };
+  FAY_RETURN_IF_ERROR(refuse(plan));
+  for (const auto& sp : plan.states) FAY_RETURN_IF_ERROR(refuse(*sp));
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   const RecordingInfo info = reader.info();
   TraceQueryOptions o = opt;
