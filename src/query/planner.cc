@@ -100,7 +100,8 @@ bool IsInputArg(const ProbeInfo& probe, const Field& f) {
 }
 
 bool IsInputString(const Plan& plan, const Expr& e) {
-  if (e.kind != ExprKind::kCall || e.name != "str" || e.kids.empty()) return false;
+  if (e.kind != ExprKind::kCall || (e.name != "str" && e.name != "join") || e.kids.empty())
+    return false;
   const Expr& ptr = *e.kids[0];
   if (ptr.kind != ExprKind::kField || ptr.field_index.size() != plan.probes.size()) return false;
   for (size_t p = 0; p < plan.probes.size(); ++p) {

@@ -131,6 +131,69 @@ int CapOf(const Expr& e) {
   return std::min(e.type.str_len > 0 ? e.type.str_len : 64, kStrBufSize);
 }
 
+constexpr int kJoinArgs = 16;  // as bpftrace's join
+
+// join(argv): the strings of a NULL-terminated user array of pointers (execve's argv), each
+// followed by a space, the last by the NUL, into R9+off; at most kJoinArgs strings and cap
+// bytes. Positions are kept on the stack and bounded before every access, for the verifier.
+void GenJoin(Gen& g, const Expr& expr, int off, int cap) {
+  Emitter& e = g.e;
+  e.Comment(fmt::format("{}: up to {} strings in {} bytes", expr.text, kJoinArgs, cap));
+  const int16_t t_argv = g.AllocTemp(), t_ptr = g.AllocTemp(), t_pos = g.AllocTemp();
+  GenIntExpr(g, *expr.kids[0]);
+  e.Store(8, R10, t_argv, R7);
+  e.StoreImm(8, R10, t_pos, 0);
+  Label done = e.NewLabel();
+  for (int i = 0; i < kJoinArgs; ++i) {
+    e.Mov(R1, R10);
+    e.AluImm(BPF_ADD, R1, t_ptr);
+    e.MovImm(R2, 8);
+    e.Load(8, R3, R10, t_argv);
+    e.AluImm(BPF_ADD, R3, 8 * i);
+    e.Call(BPF_FUNC_probe_read_user);
+    e.JmpIfImm(BPF_JNE, R0, 0, done);
+    e.Load(8, R3, R10, t_ptr);
+    e.JmpIfImm(BPF_JEQ, R3, 0, done);
+    e.Load(8, R4, R10, t_pos);
+    e.JmpIfImm(BPF_JGE, R4, cap - 1, done);
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, off);
+    e.Alu(BPF_ADD, R1, R4);
+    e.MovImm(R2, cap);
+    e.Alu(BPF_SUB, R2, R4);
+    e.Call(BPF_FUNC_probe_read_user_str);
+    e.JmpIfImm(BPF_JSLE, R0, 0, done);
+    e.Load(8, R4, R10, t_pos);
+    e.Alu(BPF_ADD, R4, R0);
+    e.Store(8, R10, t_pos, R4);
+    // The string's NUL becomes the separator.
+    e.AluImm(BPF_SUB, R4, 1);
+    e.JmpIfImm(BPF_JGE, R4, cap, done);
+    e.Mov(R1, R9);
+    e.AluImm(BPF_ADD, R1, off);
+    e.Alu(BPF_ADD, R1, R4);
+    e.StoreImm(1, R1, 0, ' ');
+  }
+  e.Bind(done);
+  // The last separator ends the string (or, with no string at all, the first byte does).
+  Label empty = e.NewLabel(), end = e.NewLabel();
+  e.Load(8, R4, R10, t_pos);
+  e.JmpIfImm(BPF_JEQ, R4, 0, empty);
+  e.AluImm(BPF_SUB, R4, 1);
+  e.JmpIfImm(BPF_JGE, R4, cap, empty);
+  e.Mov(R1, R9);
+  e.AluImm(BPF_ADD, R1, off);
+  e.Alu(BPF_ADD, R1, R4);
+  e.StoreImm(1, R1, 0, 0);
+  e.Jmp(end);
+  e.Bind(empty);
+  e.StoreImm(1, R9, static_cast<int16_t>(off), 0);
+  e.Bind(end);
+  g.FreeTemp();
+  g.FreeTemp();
+  g.FreeTemp();
+}
+
 }  // namespace
 
 void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
@@ -139,7 +202,7 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
     GenStringField(g, expr, off, cap);
     return;
   }
-  if (expr.kind == ExprKind::kCall && expr.name == "str") {
+  if (expr.kind == ExprKind::kCall && (expr.name == "str" || expr.name == "join")) {
     if (const EntryString* saved = g.has_entry ? g.FindEntryString(expr) : nullptr) {
       // Read at entry (Plan::entry_strings); the slot is zero-padded, so whole words copy.
       int len = std::min(cap, saved->len);
@@ -149,6 +212,10 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
         e.Store(8, R9, static_cast<int16_t>(off + 8 * w), R1);
       }
       if (len < saved->len) e.StoreImm(1, R9, static_cast<int16_t>(off + len - 1), 0);
+      return;
+    }
+    if (expr.name == "join") {
+      GenJoin(g, expr, off, std::min(cap, CapOf(expr)));
       return;
     }
     GenIntExpr(g, *expr.kids[0]);

@@ -113,6 +113,12 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
     return IsStackSource(s) || s == FieldSource::kTaskBtf || s == FieldSource::kUserBtf;
   };
   auto refuse = [&](const Plan& p) -> Status {
+    bool joins = false;
+    VisitPlanExprs(p,
+                   [&](const Expr& e) { joins |= e.kind == ExprKind::kCall && e.name == "join"; });
+    if (joins)
+      return Error(Code::kInvalidArgument,
+                   "join() reads the process's memory live: a recorded trace does not hold it");
     if (const Field* f = FindPlanField(p, live_only))
       return Error(Code::kInvalidArgument,
                    fmt::format("{} is read by a live probe only: a recorded trace does not hold "

@@ -398,10 +398,55 @@ class TypeChecker {
     return true;
   }
 
+  // join(argv): the strings of a NULL-terminated array of user pointers, space-separated.
+  Status CheckJoin(Expr& e) {
+    const char* usage =
+        "join(args.argv) reads up to 16 strings in 128 bytes, join(args.argv, N) in N (2..256)";
+    if (e.kids.empty() || e.kids.size() > 2)
+      return QueryError(src_, e.range,
+                        fmt::format("join() takes 1 or 2 arguments, found {}", e.kids.size()),
+                        usage);
+    int len = 128;
+    if (e.kids.size() == 2) {
+      Expr& n = *e.kids[1];
+      FAY_RETURN_IF_ERROR(Check(n));
+      if (n.kind != ExprKind::kInt || n.int_value < 2 || n.int_value > 256)
+        return QueryError(src_, n.range, "join() length must be an integer literal 2..256", usage);
+      len = static_cast<int>(n.int_value);
+    }
+    Expr& p = *e.kids[0];
+    FAY_RETURN_IF_ERROR(Check(p));
+    if (!StringArray(p))
+      return Mismatch(p, "array of string pointers",
+                      "join() reads a NULL-terminated char ** such as execve's args.argv");
+    e.type = Type::Str(len);
+    return Status::Ok();
+  }
+
+  // A char ** (or char *const *) on every probe, or a uprobe argument, whose C type fay
+  // cannot know.
+  bool StringArray(const Expr& p) const {
+    if (p.kind != ExprKind::kField || p.field_index.size() != probes_.size()) return false;
+    for (size_t i = 0; i < probes_.size(); ++i) {
+      const Field& f = probes_[i].fields[static_cast<size_t>(p.field_index[i])];
+      if (f.source == FieldSource::kUprobeArg) continue;
+      std::string c;
+      for (char ch : f.c_type)
+        if (ch != ' ') c += ch;
+      auto ends = [&](std::string_view s) {
+        return c.size() >= s.size() && c.compare(c.size() - s.size(), s.size(), s) == 0;
+      };
+      if (f.source != FieldSource::kCtx || !(ends("char**") || ends("char*const*"))) return false;
+    }
+    return true;
+  }
+
   Status CheckCall(Expr& e) {
     if (e.name == "coalesce") return CheckCoalesce(e);
+    if (e.name == "join") return CheckJoin(e);
     if (e.name != "str") {
-      std::string hint = "functions: str(ptr), str(ptr, N), coalesce(field, field, ...)";
+      std::string hint =
+          "functions: str(ptr), str(ptr, N), join(argv), coalesce(field, field, ...)";
       if (EditDistance(e.name, "str") <= 2) hint = "did you mean 'str'? " + hint;
       return QueryError(src_, e.range, fmt::format("Unknown function '{}'", e.name), hint);
     }
