@@ -342,9 +342,9 @@ void LiveQuery::Detach() {
   CommandStarted();
 }
 
-Expected<std::vector<Value>> LiveQuery::DecodeSlots(const uint8_t* data) const {
+Expected<std::vector<Value>> LiveQuery::DecodeSlots(const Plan& shape, const uint8_t* data) const {
   std::vector<Value> out;
-  for (const Slot& s : plan_.keys) {
+  for (const Slot& s : shape.keys) {
     const uint8_t* p = data + s.offset;
     int64_t v;
     std::memcpy(&v, p, 8);
@@ -430,10 +430,10 @@ void LiveQuery::RememberStackProcesses() {
   for (int32_t tgid : tgids) symbolizer_->Remember(tgid, std::chrono::seconds(1));
 }
 
-Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool clear,
-                                       uint64_t window_end_ns) {
+Expected<ResultSet> LiveQuery::ReadMap(const Plan& shape, const Map& map, const Map* cache,
+                                       bool clear, uint64_t window_end_ns) {
   std::vector<AggSpec> specs;
-  for (const auto& a : plan_.aggs) specs.push_back(SpecOf(*a.item));
+  for (const auto& a : shape.aggs) specs.push_back(SpecOf(*a.item));
   // Rows are grouped by the raw key bytes: a key may sit in the cache on one CPU and in the
   // hash map on another.
   std::map<std::vector<uint8_t>, std::vector<AggState>> groups;
@@ -441,8 +441,8 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool cl
     auto [it, fresh] = groups.try_emplace(key);
     if (fresh)
       for (const auto& spec : specs) it->second.emplace_back(spec);
-    for (size_t a = 0; a < plan_.aggs.size(); ++a) {
-      const AggSlot& slot = plan_.aggs[a];
+    for (size_t a = 0; a < shape.aggs.size(); ++a) {
+      const AggSlot& slot = shape.aggs[a];
       it->second[a].Merge(AggState::FromBytes(specs[a], value + slot.offset, slot.size));
     }
   };
@@ -452,16 +452,16 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool cl
     for (const auto& cpu : *slices) fold(key, cpu.data());
     if (clear) (void)const_cast<Map&>(map).Delete(key.data());
   }
-  if (source_) {
+  if (source_ && &shape == &plan_) {
     source_->Fold(&map == &*maps_[kMapAggA] ? kMapAggA : kMapAggB, clear,
                   [&](const uint8_t* key, const uint8_t* value) {
-                    fold(std::vector<uint8_t>(key, key + plan_.key_size), value);
+                    fold(std::vector<uint8_t>(key, key + shape.key_size), value);
                   });
   }
   if (cache) {
     FAY_ASSIGN_OR_RETURN(auto entries, cache->Dump());
     const size_t stride = (cache->value_size() + 7) & ~size_t{7};
-    const size_t ks = plan_.key_size;
+    const size_t ks = shape.key_size;
     for (const auto& ent : entries) {
       for (size_t off = 0; off + stride <= ent.value.size(); off += stride) {
         const uint8_t* slot = ent.value.data() + off;
@@ -477,14 +477,14 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool cl
   rs.window_end_ns = window_end_ns;
   for (auto& [key, aggs] : groups) {
     Row row;
-    if (!plan_.keys.empty()) {
-      FAY_ASSIGN_OR_RETURN(row.keys, DecodeSlots(key.data()));
+    if (!shape.keys.empty()) {
+      FAY_ASSIGN_OR_RETURN(row.keys, DecodeSlots(shape, key.data()));
     }
     row.aggs = std::move(aggs);
     rs.rows.push_back(std::move(row));
   }
   // Without keys there is always one row, even when nothing matched (as in the interpreter).
-  if (plan_.keys.empty() && rs.rows.empty()) {
+  if (shape.keys.empty() && rs.rows.empty()) {
     Row row;
     for (const auto& spec : specs) row.aggs.emplace_back(spec);
     rs.rows.push_back(std::move(row));
@@ -493,18 +493,38 @@ Expected<ResultSet> LiveQuery::ReadMap(const Map& map, const Map* cache, bool cl
 }
 
 Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
+  FAY_ASSIGN_OR_RETURN(std::vector<ResultSet> tables, ReadWindows(window_end_ns));
+  return std::move(tables.front());
+}
+
+Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) {
   if (!maps_[kMapAggA]) return Error(Code::kInternal, "not an aggregate query");
-  const Map* cache_a = maps_[kMapCacheA] ? &*maps_[kMapCacheA] : nullptr;
-  const Map* cache_b = maps_[kMapCacheB] ? &*maps_[kMapCacheB] : nullptr;
-  if (!plan_.every_ns) return ReadMap(*maps_[kMapAggA], cache_a, false, window_end_ns);
-  // Flip the live window, let in-flight probe runs finish, then drain the idle one.
-  uint32_t zero = 0;
-  uint64_t next = ++window_;
-  FAY_RETURN_IF_ERROR(maps_[kMapControl]->Update(&zero, &next));
-  if (source_) source_->SetWindow(next);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const Map& idle = (next & 1) ? *maps_[kMapAggA] : *maps_[kMapAggB];
-  return ReadMap(idle, (next & 1) ? cache_a : cache_b, true, window_end_ns);
+  bool idle_a = false;
+  if (plan_.every_ns) {
+    // Flip the live window, let in-flight probe runs finish, then drain the idle one.
+    uint32_t zero = 0;
+    uint64_t next = ++window_;
+    FAY_RETURN_IF_ERROR(maps_[kMapControl]->Update(&zero, &next));
+    if (source_) source_->SetWindow(next);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    idle_a = next & 1;
+  }
+  std::vector<ResultSet> out;
+  for (size_t t = 0; t <= plan_.tables.size(); ++t) {
+    const Plan& shape = t == 0 ? plan_ : *plan_.tables[t - 1];
+    const int table = static_cast<int>(t);
+    auto map = [&](int base) -> const Map* {
+      const auto& m = maps_[TableMap(base, table)];
+      return m ? &*m : nullptr;
+    };
+    const bool use_a = !plan_.every_ns || idle_a;
+    const Map* agg = map(use_a ? kMapAggA : kMapAggB);
+    if (!agg) return Error(Code::kInternal, "a table's map is missing");
+    FAY_ASSIGN_OR_RETURN(ResultSet rs, ReadMap(shape, *agg, map(use_a ? kMapCacheA : kMapCacheB),
+                                               plan_.every_ns != 0, window_end_ns));
+    out.push_back(std::move(rs));
+  }
+  return out;
 }
 
 Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
@@ -515,7 +535,7 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
       const auto* p = static_cast<const uint8_t*>(data);
       int64_t probe;
       std::memcpy(&probe, p, 8);
-      auto row = DecodeSlots(p + 8);
+      auto row = DecodeSlots(plan_, p + 8);
       if (row.ok() && row_cb_) (*row_cb_)(std::move(row).value(), static_cast<int>(probe));
       return 0;
     });

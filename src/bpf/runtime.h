@@ -66,6 +66,8 @@ class LiveQuery {
   // kAggregate: merges the per-CPU states of the current window. With `every`, swaps the
   // double-buffered maps first and clears the window it read.
   Expected<ResultSet> ReadWindow(uint64_t window_end_ns);
+  // Every table's window (Plan::tables), the query's own first; one flip of `every` for all.
+  Expected<std::vector<ResultSet>> ReadWindows(uint64_t window_end_ns);
   // kSelect: decodes ring-buffer records. Returns the number consumed.
   Expected<int> PollEvents(int timeout_ms, const RowCallback& cb);
 
@@ -89,10 +91,12 @@ class LiveQuery {
   Expected<Link> AttachUprobeGroup(const Program& prog, const Attachment& a,
                                    const std::vector<int>& probes);
   Expected<Link> AttachPoint(const Program& prog, const Attachment& a, const Plan& owner);
-  Expected<std::vector<Value>> DecodeSlots(const uint8_t* data) const;
+  // The keys (or selected columns) of `shape` (plan_, or one of its tables) from probe bytes.
+  Expected<std::vector<Value>> DecodeSlots(const Plan& shape, const uint8_t* data) const;
   // The processes (tgids) of the stack keys in raw key bytes.
   void StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const;
-  Expected<ResultSet> ReadMap(const Map& map, const Map* cache, bool clear, uint64_t window_end_ns);
+  Expected<ResultSet> ReadMap(const Plan& shape, const Map& map, const Map* cache, bool clear,
+                              uint64_t window_end_ns);
 
   const Plan& plan_;
   StateSource* source_ = nullptr;

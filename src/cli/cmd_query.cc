@@ -68,6 +68,8 @@ Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& o
                    "--sink-create needs --sink clickhouse://HOST:PORT/DB.TABLE");
     return std::unique_ptr<sinks::ClickHouseSink>();
   }
+  if (!plan.tables.empty())
+    return Error(Code::kInvalidArgument, "--sink takes one table: one query per table");
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return sinks::ClickHouseSink::Start(opt.sink, plan, host, opt.sink_create);
@@ -376,6 +378,14 @@ int RunQuery(const QueryOptions& opt) {
   bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int) {
     sink->SelectRow(p, row, NowNs(CLOCK_REALTIME));
   };
+  // The window of every table, the query's own first.
+  auto print_window = [&]() -> Status {
+    FAY_ASSIGN_OR_RETURN(std::vector<ResultSet> tables,
+                         (*live)->ReadWindows(NowNs(CLOCK_REALTIME)));
+    for (size_t t = 0; t < tables.size(); ++t)
+      sink->Window(t == 0 ? p : *p.tables[t - 1], tables[t]);
+    return Status::Ok();
+  };
 
   uint64_t start = NowNs(CLOCK_MONOTONIC);
   uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
@@ -426,9 +436,7 @@ int RunQuery(const QueryOptions& opt) {
     }
     now = NowNs(CLOCK_MONOTONIC);
     if (next_window && now >= next_window && (!stop || (deadline && now >= deadline))) {
-      auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
-      if (!rs.ok()) return Fail(rs.status());
-      sink->Window(p, *rs);
+      if (Status st = print_window(); !st.ok()) return Fail(st);
       sink->Flush();
       next_window += p.every_ns;
       last_window = now;
@@ -453,11 +461,11 @@ int RunQuery(const QueryOptions& opt) {
   if (p.mode == PlanMode::kSelect) {
     auto n = (*live)->PollEvents(-1, on_row);
     if (!n.ok()) return Fail(n.status());
-  } else if (!p.every_ns || NowNs(CLOCK_MONOTONIC) - last_window > p.every_ns / 10) {
-    // The last, partial window is printed unless `for` ended right on a window boundary.
-    auto rs = (*live)->ReadWindow(NowNs(CLOCK_REALTIME));
-    if (!rs.ok()) return Fail(rs.status());
-    sink->Window(p, *rs);
+  } else if (!p.every_ns || last_window == start ||
+             NowNs(CLOCK_MONOTONIC) - last_window > p.every_ns / 10) {
+    // The last, partial window is printed unless `for` ended right on a window boundary; a
+    // command that ended within the first window has only that one.
+    if (Status st = print_window(); !st.ok()) return Fail(st);
   }
   sink->Flush();
   fflush(stdout);

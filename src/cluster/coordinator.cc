@@ -78,6 +78,9 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   if (plan->mode != PlanMode::kAggregate)
     return Fail(Error(Code::kInvalidArgument,
                       "only aggregating queries run across hosts (select is local only)"));
+  if (!plan->tables.empty())
+    return Fail(Error(Code::kInvalidArgument,
+                      "several tables do not run across hosts yet: one query per table"));
   Plan& p = *plan;
   if (hq->host_key >= 0) {
     Slot host;

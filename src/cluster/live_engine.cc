@@ -47,6 +47,9 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   const Plan& p = e->plan_;
   if (p.mode != PlanMode::kAggregate)
     return Error(Code::kInvalidArgument, "only aggregating queries run across hosts");
+  if (!p.tables.empty())
+    return Error(Code::kInvalidArgument,
+                 "several tables do not run across hosts yet: one query per table");
   // The state pipelines' probes and maps count with the query's.
   size_t probes = p.probes.size();
   uint64_t state_bytes = 0;

@@ -142,6 +142,7 @@ Expected<std::unique_ptr<InprocHost>> InprocHost::Create(const Plan& plan,
 
   if (!plan.states.empty())
     return all_kernel("the query remembers state across probes, which the kernel keeps");
+  if (!plan.tables.empty()) return all_kernel("several tables are kept by the kernel only");
   // The same plan compiled for the process: no scope (the runtime is only in the traced
   // processes), and the helpers a process has (no task_struct reads).
   bpf::CodegenOptions copt;

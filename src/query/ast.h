@@ -126,8 +126,19 @@ struct FormatStage {
   SourceRange range;  // the string literal
 };
 
+// `(AGGREGATE [| top N]), (AGGREGATE [| top N]), ...`: several tables from one pass over the
+// events, each with its own keys (syscount's by syscall and by process).
+struct TableItem {
+  AggregateStage agg;
+  int64_t top_n = 0;
+  SourceRange range;
+};
+struct TablesStage {
+  std::vector<TableItem> tables;
+};
+
 using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
-                           EveryStage, ForStage, RememberStage, FormatStage>;
+                           EveryStage, ForStage, RememberStage, FormatStage, TablesStage>;
 
 struct StageNode {
   Stage stage;
@@ -136,6 +147,8 @@ struct StageNode {
 
 // State pipelines in one query: each has a map of its own in the probe.
 inline constexpr size_t kMaxStates = 4;
+// Tables of one query (TablesStage): each has maps of its own in the probe.
+inline constexpr size_t kMaxTables = 4;
 
 struct Query {
   std::string text;  // the full source, for diagnostics

@@ -39,8 +39,8 @@ const AggDesc& Desc(AggFunc f) {
 
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
-      "where", "sample", "select", "top",  "every", "for",      "count",    "sum",
-      "min",   "max",    "avg",    "hist", "lhist", "quantile", "distinct", "remember", "format"};
+      "where", "sample", "select", "top",   "every",    "for",      "count",    "sum",   "min",
+      "max",   "avg",    "hist",   "lhist", "quantile", "distinct", "remember", "format"};
   return words;
 }
 
@@ -184,6 +184,16 @@ class Parser {
 
   Status ParseStage(StageNode* node) {
     size_t begin = cur_.begin;
+    if (cur_.IsOp("(")) {
+      TablesStage s;
+      FAY_RETURN_IF_ERROR(ParseTables(&s));
+      node->stage = std::move(s);
+      node->range = lex_.RangeOf(begin, prev_end_);
+      after_expr_stage_ = false;
+      if (cur_.kind == TokKind::kEnd || cur_.IsOp("|")) return Status::Ok();
+      return Fail(cur_, fmt::format("Unexpected {} after the tables", Describe(cur_)),
+                  "tables are separated by ',': (count() by probe | top 10), (count() by comm)");
+    }
     if (cur_.kind != TokKind::kIdent) {
       return Fail(cur_, fmt::format("Expected a stage, found {}", Describe(cur_)), kStageList);
     }
@@ -225,9 +235,9 @@ class Parser {
     } else if (word == "format") {
       FAY_RETURN_IF_ERROR(Advance());
       if (cur_.kind != TokKind::kString)
-        return Fail(cur_, fmt::format("Expected a format string after 'format', found {}",
-                                      Describe(cur_)),
-                    "e.g. select pid, comm | format \"%-6d %s\"");
+        return Fail(
+            cur_, fmt::format("Expected a format string after 'format', found {}", Describe(cur_)),
+            "e.g. select pid, comm | format \"%-6d %s\"");
       node->stage = FormatStage{cur_.str_value, cur_.range};
       FAY_RETURN_IF_ERROR(Advance());
     } else if (word == "remember") {
@@ -265,6 +275,38 @@ class Parser {
     else if (cur_.IsWord("as") && what != "select" && what != "aggregate")
       hint = "'as' names select columns, aggregates and keys";
     return Fail(cur_, fmt::format("Unexpected {} after the {} stage", Describe(cur_), what), hint);
+  }
+
+  // '(' aggregate ['|' top N] ')' { ',' '(' ... ')' }
+  Status ParseTables(TablesStage* s) {
+    const char* usage = "e.g. syscall:* | (count() by probe | top 10), (count() by comm | top 10)";
+    while (true) {
+      TableItem t;
+      const size_t begin = cur_.begin;
+      FAY_RETURN_IF_ERROR(Expect("(", "to open a table", usage));
+      FAY_RETURN_IF_ERROR(ParseAggregate(&t.agg));
+      if (cur_.IsOp("|")) {
+        FAY_RETURN_IF_ERROR(Advance());
+        if (!cur_.IsWord("top"))
+          return Fail(cur_, fmt::format("Expected 'top' inside a table, found {}", Describe(cur_)),
+                      usage);
+        FAY_RETURN_IF_ERROR(Advance());
+        if (cur_.kind != TokKind::kInt || cur_.int_value <= 0)
+          return Fail(cur_,
+                      fmt::format("Expected a row count after 'top', found {}", Describe(cur_)),
+                      "e.g. top 10");
+        t.top_n = cur_.int_value;
+        FAY_RETURN_IF_ERROR(Advance());
+      }
+      FAY_RETURN_IF_ERROR(Expect(")", "to close the table", usage));
+      t.range = lex_.RangeOf(begin, prev_end_);
+      s->tables.push_back(std::move(t));
+      if (s->tables.size() > kMaxTables)
+        return FailRange(begin, prev_end_,
+                         fmt::format("At most {} tables in one query", kMaxTables));
+      if (!cur_.IsOp(",")) return Status::Ok();
+      FAY_RETURN_IF_ERROR(Advance());
+    }
   }
 
   // remember EXPR as NAME [by KEY, ...] [for DURATION]

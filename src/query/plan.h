@@ -89,6 +89,11 @@ struct Plan {
   // that finds nothing drops the event.
   std::vector<std::shared_ptr<Plan>> states;
   std::vector<const Expr*> state_reads;
+  // Several tables (`(count() by probe), (count() by comm)`): this plan's keys and aggregates
+  // are the first table's; each further one is a plan of the same probes, predicate and
+  // sampling with keys, aggregates and top of its own. One program updates them all.
+  std::vector<std::shared_ptr<Plan>> tables;
+  int table = -1;  // with several tables: this plan's place among them (0: the query's own)
   // kRemember: what is stored under `keys`, its name, and how long it is kept (0: until read).
   const Expr* remember_value = nullptr;
   std::string remember_name;
@@ -102,8 +107,8 @@ struct Plan {
 };
 
 // Calls fn on every node of every expression the plan's probe part evaluates: the predicate,
-// a state pipeline's value, the keys (or selected columns) and the aggregates' arguments. Not
-// the state pipelines' (Plan::states): theirs index other probes.
+// a state pipeline's value, the keys (or selected columns) and the aggregates' arguments, of
+// every table. Not the state pipelines' (Plan::states): theirs index other probes.
 template <typename Fn>
 void VisitPlanExprs(const Plan& plan, Fn&& fn) {
   auto walk = [&](const Expr* e, auto&& self) -> void {
@@ -113,8 +118,14 @@ void VisitPlanExprs(const Plan& plan, Fn&& fn) {
   };
   walk(plan.predicate, walk);
   walk(plan.remember_value, walk);
-  for (const Slot& s : plan.keys) walk(s.expr, walk);
-  for (const AggSlot& a : plan.aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
+  for (const Plan* p : [&] {
+         std::vector<const Plan*> all{&plan};
+         for (const auto& t : plan.tables) all.push_back(t.get());
+         return all;
+       }()) {
+    for (const Slot& s : p->keys) walk(s.expr, walk);
+    for (const AggSlot& a : p->aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
+  }
 }
 
 // The first field the plan's probe part reads whose source `pred` accepts, or null.

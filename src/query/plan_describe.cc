@@ -116,6 +116,16 @@ std::string DescribePlan(const Plan& plan) {
       out += fmt::format("      field {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
                          k.offset + 8, k.size);
   }
+  for (const auto& t : plan.tables) {
+    out += fmt::format("    table {}: a per-CPU hash of its own: key {} bytes, value {} bytes\n",
+                       t->table, t->key_size, t->value_size);
+    for (const auto& k : t->keys)
+      out += fmt::format("      key   {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),
+                         k.offset, k.size);
+    for (const auto& a : t->aggs)
+      out += fmt::format("      agg   {:<24} {:<8} @{} ({} bytes)\n", a.item->name,
+                         AggName(a.item->func), a.offset, a.size);
+  }
   out += "  machine part (user space):\n";
   if (plan.mode == PlanMode::kAggregate) {
     out += "    merge per-CPU states, sort by the first aggregate";

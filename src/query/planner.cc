@@ -212,6 +212,47 @@ void PlanAttachments(Plan& plan, const PlanOptions& options) {
   }
 }
 
+void AddSlot(Plan* plan, const Expr* e, const std::string& name, int* offset) {
+  Slot s;
+  s.expr = e;
+  s.name = name;
+  s.type = e->type;
+  s.offset = *offset;
+  s.size = SlotSize(*e);
+  *offset += s.size;
+  plan->keys.push_back(s);
+}
+
+Status CheckSizes(const Plan& plan) {
+  if (plan.key_size > 320)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the keys take {} bytes; the probe can build at most 320 "
+                             "(shorten strings with str(x, N))",
+                             plan.key_size));
+  if (plan.value_size > 32 * 1024)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the aggregates take {} bytes per key; at most 32768 fit in a "
+                             "per-CPU map value (use fewer quantile() aggregates)",
+                             plan.value_size));
+  return Status::Ok();
+}
+
+// An aggregate stage's keys and states, laid out in the probe's key and value.
+Status LayOutAggregate(Plan* plan, const AggregateStage& agg) {
+  plan->mode = PlanMode::kAggregate;
+  int offset = 0;
+  for (const auto& k : agg.keys) AddSlot(plan, k.expr.get(), k.name, &offset);
+  plan->key_size = offset == 0 ? 8 : offset;
+  int voff = 0;
+  for (const auto& a : agg.aggs) {
+    AggSlot s{&a, voff, AggSize(a)};
+    voff += RoundUp8(s.size);
+    plan->aggs.push_back(s);
+  }
+  plan->value_size = voff;
+  return CheckSizes(*plan);
+}
+
 // Whether two expressions compute the same thing, however they are spelled.
 bool SameExpr(const Expr& a, const Expr& b) {
   if (a.kind != b.kind || a.name != b.name || a.op != b.op || a.int_value != b.int_value ||
@@ -271,6 +312,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   const AggregateStage* agg = nullptr;
   const SelectStage* sel = nullptr;
   const RememberStage* remember = nullptr;
+  const TablesStage* tables = nullptr;
   for (const auto& node : query->stages) {
     if (auto* s = std::get_if<SampleStage>(&node.stage)) {
       // Only the ratio matters (the probe keeps an event when a random u32 is below
@@ -297,6 +339,11 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (auto* a = std::get_if<AggregateStage>(&node.stage)) agg = a;
     if (auto* s = std::get_if<SelectStage>(&node.stage)) sel = s;
     if (auto* r = std::get_if<RememberStage>(&node.stage)) remember = r;
+    if (auto* t = std::get_if<TablesStage>(&node.stage)) {
+      tables = t;
+      agg = &t->tables[0].agg;
+      plan.top_n = t->tables[0].top_n;
+    }
     if (auto* t = std::get_if<TopStage>(&node.stage)) plan.top_n = t->n;
     if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
@@ -332,14 +379,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   }
 
   auto add_slot = [&](const Expr* e, const std::string& name, int& offset) {
-    Slot s;
-    s.expr = e;
-    s.name = name;
-    s.type = e->type;
-    s.offset = offset;
-    s.size = SlotSize(*e);
-    offset += s.size;
-    plan.keys.push_back(s);
+    AddSlot(&plan, e, name, &offset);
   };
 
   int offset = 0;
@@ -356,16 +396,24 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     plan.key_size = offset;
     plan.value_size = 16;  // the value, then the time it was stored
   } else if (agg) {
-    plan.mode = PlanMode::kAggregate;
-    for (const auto& k : agg->keys) add_slot(k.expr.get(), k.name, offset);
-    plan.key_size = offset == 0 ? 8 : offset;
-    int voff = 0;
-    for (const auto& a : agg->aggs) {
-      AggSlot s{&a, voff, AggSize(a)};
-      voff += RoundUp8(s.size);
-      plan.aggs.push_back(s);
+    FAY_RETURN_IF_ERROR(LayOutAggregate(&plan, *agg));
+    // The further tables: the same events, keys and aggregates of their own.
+    for (size_t i = 1; tables && i < tables->tables.size(); ++i) {
+      auto t = std::make_shared<Plan>();
+      t->query = query;
+      t->probes = plan.probes;
+      t->predicate = plan.predicate;
+      t->sample_num = plan.sample_num;
+      t->sample_den = plan.sample_den;
+      t->max_keys = plan.max_keys;
+      t->every_ns = plan.every_ns;
+      t->for_ns = plan.for_ns;
+      t->top_n = tables->tables[i].top_n;
+      t->table = static_cast<int>(i);
+      FAY_RETURN_IF_ERROR(LayOutAggregate(t.get(), tables->tables[i].agg));
+      plan.tables.push_back(std::move(t));
     }
-    plan.value_size = voff;
+    if (tables) plan.table = 0;
   } else {
     plan.mode = PlanMode::kSelect;
     if (sel) {
@@ -386,16 +434,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     }
     plan.key_size = offset;
   }
-  if (plan.key_size > 320)
-    return Error(Code::kInvalidArgument,
-                 fmt::format("the keys take {} bytes; the probe can build at most 320 "
-                             "(shorten strings with str(x, N))",
-                             plan.key_size));
-  if (plan.value_size > 32 * 1024)
-    return Error(Code::kInvalidArgument,
-                 fmt::format("the aggregates take {} bytes per key; at most 32768 fit in a "
-                             "per-CPU map value (use fewer quantile() aggregates)",
-                             plan.value_size));
+  FAY_RETURN_IF_ERROR(CheckSizes(plan));
 
   plan.needs_exit = UsesExitFields(plan);
   // At a uretprobe the argument registers hold whatever the function left there: arguments
@@ -415,6 +454,12 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   if (plan.needs_exit) PlanEntryStrings(plan);
   PlanStateReads(plan);
   PlanAttachments(plan, options);
+  // A table read over a recording alone is a plan of its own: it pairs calls as the query does.
+  for (auto& t : plan.tables) {
+    t->needs_exit = plan.needs_exit;
+    t->use_raw_syscalls = plan.use_raw_syscalls;
+    t->attachments = plan.attachments;
+  }
   return plan;
 }
 

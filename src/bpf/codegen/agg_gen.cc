@@ -30,7 +30,7 @@ void GenFindOrInsert(Gen& g, int map, Label have, std::optional<Label> fallback 
   e.JmpIfImm(BPF_JNE, R0, 0, have);
   e.Comment("new key: copy the zeroed template in");
   e.StoreImm(4, R10, kFpKey, 0);
-  GenLookupFpKey(g, kMapZero);
+  GenLookupFpKey(g, g.map(kMapZero));
   e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
   e.Mov(R3, R0);
   e.LdMap(R1, map);
@@ -248,7 +248,7 @@ void GenUpdate(Gen& g, const AggSlot& slot) {
 // anyway: user space merges cache-only keys like the others, and nothing is lost.
 void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
   Emitter& e = g.e;
-  const int words = g.plan.key_size / 8;
+  const int words = g.agg().key_size / 8;
   Label miss = e.NewLabel(), claim = e.NewLabel(), hit = e.NewLabel(), inserted = e.NewLabel();
   e.Comment("aggregation cache: slot = hash(key)");
   e.MovImm(R1, 0);
@@ -281,7 +281,7 @@ void GenCacheProbe(Gen& g, int map, int hash_map, Label have) {
   }
   e.Mov(R0, R8);
   e.Bind(hit);
-  e.AluImm(BPF_ADD, R0, 8 + g.plan.key_size);
+  e.AluImm(BPF_ADD, R0, 8 + g.agg().key_size);
   e.Jmp(have);
   e.Bind(miss);
 }
@@ -302,11 +302,11 @@ void GenBumpStat(Gen& g, StatIndex which) {
 
 void GenBuildKey(Gen& g) {
   Emitter& e = g.e;
-  if (g.plan.keys.empty()) {
+  if (g.agg().keys.empty()) {
     e.StoreImm(8, R9, 0, 0);
     return;
   }
-  for (const Slot& s : g.plan.keys) {
+  for (const Slot& s : g.agg().keys) {
     e.Comment(fmt::format("key {} at +{}", s.name, s.offset));
     bool name_field =
         s.expr->kind == ExprKind::kField && (s.expr->name == "probe" || s.expr->name == "func");
@@ -333,18 +333,18 @@ void GenAggregate(Gen& g) {
     e.JmpIfImm(BPF_JEQ, R0, 0, g.exit_label);
     e.Load(8, R1, R0, 0);
     e.JmpIfImm(BPF_JSET, R1, 1, use_b);
-    if (g.use_cache) GenCacheProbe(g, kMapCacheA, kMapAggA, have);
-    GenFindOrInsert(g, kMapAggA, have);
+    if (g.use_cache) GenCacheProbe(g, g.map(kMapCacheA), g.map(kMapAggA), have);
+    GenFindOrInsert(g, g.map(kMapAggA), have);
     e.Bind(use_b);
-    if (g.use_cache) GenCacheProbe(g, kMapCacheB, kMapAggB, have);
-    GenFindOrInsert(g, kMapAggB, have);
+    if (g.use_cache) GenCacheProbe(g, g.map(kMapCacheB), g.map(kMapAggB), have);
+    GenFindOrInsert(g, g.map(kMapAggB), have);
   } else {
-    if (g.use_cache) GenCacheProbe(g, kMapCacheA, kMapAggA, have);
-    GenFindOrInsert(g, kMapAggA, have);
+    if (g.use_cache) GenCacheProbe(g, g.map(kMapCacheA), g.map(kMapAggA), have);
+    GenFindOrInsert(g, g.map(kMapAggA), have);
   }
   e.Bind(have);
   e.Mov(R8, R0);
-  for (const AggSlot& s : g.plan.aggs) GenUpdate(g, s);
+  for (const AggSlot& s : g.agg().aggs) GenUpdate(g, s);
 }
 
 void GenSelect(Gen& g) {

@@ -36,7 +36,10 @@ enum MapId {
   kMapScopeCache,  // PERCPU_ARRAY[1]: the last {tgid, generation, verdict} this CPU checked
   kMapState0,      // HASH (LRU_HASH with `for`) key -> {value, time stored}: state pipeline 0
   kMapStateSysFilter0 = kMapState0 + kMaxStates,  // kMapSysFilter of state pipeline 0's syscalls
-  kMapCount = kMapStateSysFilter0 + kMaxStates,
+  // Each further table (Plan::tables) has its own kMapAggA, kMapAggB, kMapZero, kMapCacheA and
+  // kMapCacheB, kTableMaps ids from here (TableMap).
+  kMapTable1 = kMapStateSysFilter0 + kMaxStates,
+  kMapCount = kMapTable1 + 5 * (kMaxTables - 1),
 };
 
 enum StatIndex {
@@ -78,6 +81,18 @@ constexpr int kCacheBits = 8;
 constexpr int kCacheSlots = 1 << kCacheBits;
 constexpr int kCacheMaxEntry = 256;
 
+// `base` (kMapAggA, kMapAggB, kMapZero, kMapCacheA, kMapCacheB) of table `table` (0: the
+// query's own, Plan::table).
+inline int TableMap(int base, int table) {
+  if (table <= 0) return base;
+  const int slot = base == kMapAggA     ? 0
+                   : base == kMapAggB   ? 1
+                   : base == kMapZero   ? 2
+                   : base == kMapCacheA ? 3
+                                        : 4;
+  return kMapTable1 + 5 * (table - 1) + slot;
+}
+
 struct MapDesc {
   bool used = false;
   bpf_map_type type = BPF_MAP_TYPE_UNSPEC;
@@ -114,9 +129,10 @@ struct CodegenOptions {
 struct GeneratedQuery {
   MapDesc maps[kMapCount];
   std::vector<GeneratedProgram> programs;
-  int scratch_entry_off = 0;    // where programs keep their entry copy inside the scratch value
-  bool uses_cache = false;      // aggregates also live in kMapCacheA/B
-  bool counts_matched = false;  // false: every seen event matches (no where, no sample)
+  int scratch_entry_off = 0;       // where programs keep their entry copy inside the scratch value
+  bool uses_cache = false;         // aggregates also live in kMapCacheA/B
+  std::vector<bool> table_caches;  // the same for each further table (Plan::tables)
+  bool counts_matched = false;     // false: every seen event matches (no where, no sample)
 };
 
 Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options);

@@ -59,6 +59,13 @@ class Gen {
   bool raw_ctx = false;    // R6 is the record built in scratch; the real context is at kFpCtx
   int raw_record_off = 0;  // that record, inside scratch
   Label exit_label;
+  // The table being aggregated: the plan's own (0), or plan.tables[table - 1].
+  int table = 0;
+  std::vector<bool> table_caches;  // GeneratedQuery::table_caches
+  const Plan& agg() const {
+    return table > 0 ? *plan.tables[static_cast<size_t>(table - 1)] : plan;
+  }
+  int map(int base) const { return TableMap(base, table); }
   // Where each of plan.state_reads sits on the stack once GenStateReads has read it.
   std::vector<int16_t> state_slots;
 

@@ -360,10 +360,24 @@ void GenMainBody(Gen& g) {
   GenSample(g);
   // Without a filter every seen event matches; user space copies the count.
   if (CountsMatched(g.plan)) GenBumpStat(g, kStatMatched);
-  if (g.plan.mode == PlanMode::kAggregate)
-    GenAggregate(g);
-  else
+  if (g.plan.mode != PlanMode::kAggregate) {
     GenSelect(g);
+    return;
+  }
+  // Each table in turn: one that cannot take the event (its map full) leaves the others be.
+  const Label exit = g.exit_label;
+  const bool main_cache = g.use_cache;
+  for (size_t t = 0; t <= g.plan.tables.size(); ++t) {
+    if (!g.plan.tables.empty()) e.Comment(fmt::format("table {}", t));
+    g.table = static_cast<int>(t);
+    g.use_cache = t == 0 ? main_cache : g.table_caches[t - 1];
+    g.exit_label = t == g.plan.tables.size() ? exit : e.NewLabel();
+    GenAggregate(g);
+    if (g.exit_label.id != exit.id) e.Bind(g.exit_label);
+  }
+  g.exit_label = exit;
+  g.table = 0;
+  g.use_cache = main_cache;
 }
 
 // Invalidates every CPU's scope cache.
@@ -481,10 +495,12 @@ bpf_prog_type ProgType(AttachKind k) {
 
 Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& options,
                                       const Attachment& attach, int entry_off, int raw_record_off,
-                                      int str_base, int n, bool use_cache) {
+                                      int str_base, int n, bool use_cache,
+                                      const std::vector<bool>& table_caches) {
   Gen g(plan, options, attach, entry_off);
   g.entry = LayOutEntry(plan);
   g.use_cache = use_cache;
+  g.table_caches = table_caches;
   g.set_str_base(str_base);
   Emitter& e = g.e;
   g.exit_label = e.NewLabel();
@@ -564,9 +580,11 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   auto set = [&](MapId id, bpf_map_type type, const char* name, uint32_t k, uint32_t v,
                  uint32_t n) { q.maps[id] = MapDesc{true, type, name, k, v, n, 0}; };
 
-  // The key area at the start of scratch also holds a state pipeline's key and value.
+  // The key area at the start of scratch also holds a state pipeline's key and value, and
+  // each table's key.
   int key_area = std::max(plan.key_size, 8);
   for (const auto& sp : plan.states) key_area = std::max(key_area, sp->key_size + sp->value_size);
+  for (const auto& t : plan.tables) key_area = std::max(key_area, t->key_size);
   int entry_off = RoundUp8(key_area);
   const EntryLayout entry = LayOutEntry(plan);
   int raw_record_off = entry_off + entry.size;
@@ -622,6 +640,28 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     if (plan.every_ns)
       set(kMapCacheB, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_cache_b", 4, cache_entry, kCacheSlots);
   }
+  for (size_t i = 0; i < plan.tables.size(); ++i) {
+    const Plan& t = *plan.tables[i];
+    const int n = static_cast<int>(i) + 1;
+    auto name = [&](const char* what) { return fmt::format("fay_t{}_{}", n, what); };
+    auto tset = [&](int base, bpf_map_type type, const char* what, uint32_t k, uint32_t v,
+                    uint32_t entries, uint32_t flags) {
+      q.maps[TableMap(base, n)] = MapDesc{true, type, name(what), k, v, entries, flags};
+    };
+    tset(kMapAggA, BPF_MAP_TYPE_PERCPU_HASH, "agg_a", t.key_size, t.value_size, plan.max_keys,
+         BPF_F_NO_PREALLOC);
+    tset(kMapZero, BPF_MAP_TYPE_ARRAY, "zero", 4, t.value_size, 1, 0);
+    if (plan.every_ns)
+      tset(kMapAggB, BPF_MAP_TYPE_PERCPU_HASH, "agg_b", t.key_size, t.value_size, plan.max_keys,
+           BPF_F_NO_PREALLOC);
+    const int entry = 8 + t.key_size + t.value_size;
+    q.table_caches.push_back(entry <= kCacheMaxEntry);
+    if (entry <= kCacheMaxEntry) {
+      tset(kMapCacheA, BPF_MAP_TYPE_PERCPU_ARRAY, "cache_a", 4, entry, kCacheSlots, 0);
+      if (plan.every_ns)
+        tset(kMapCacheB, BPF_MAP_TYPE_PERCPU_ARRAY, "cache_b", 4, entry, kCacheSlots, 0);
+    }
+  }
   if (plan.use_raw_syscalls)
     set(kMapSysFilter, BPF_MAP_TYPE_ARRAY, "fay_sysfilter", 4, 4, kMaxSyscalls);
   if (UsesStacks(plan)) set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
@@ -640,14 +680,14 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   int n = 0;
   for (const auto& a : attachments) {
     FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(plan, options, a, entry_off, raw_record_off,
-                                               str_base, n++, q.uses_cache));
+                                               str_base, n++, q.uses_cache, q.table_caches));
     q.programs.push_back(std::move(prog));
   }
   // The state pipelines' programs, each generated against its own plan's probes.
   for (const auto& sp : plan.states) {
     for (const auto& a : sp->attachments) {
-      FAY_ASSIGN_OR_RETURN(
-          auto prog, GenProgram(*sp, options, a, entry_off, raw_record_off, str_base, n++, false));
+      FAY_ASSIGN_OR_RETURN(auto prog, GenProgram(*sp, options, a, entry_off, raw_record_off,
+                                                 str_base, n++, false, {}));
       q.programs.push_back(std::move(prog));
     }
   }

@@ -104,8 +104,34 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
 
 }  // namespace
 
+namespace {
+
+Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
+                   OutputSink& sink, TraceQueryStats* stats);
+
+}  // namespace
+
+// Several tables are read one after the other over the same recording, each a plan of the same
+// events (Plan::tables), and printed in that order.
 Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
                      OutputSink& sink, TraceQueryStats* stats) {
+  if (!plan.tables.empty() && plan.every_ns)
+    return Error(Code::kInvalidArgument,
+                 "several tables with every over a recording: not yet; query them one by one");
+  FAY_RETURN_IF_ERROR(RunOneTable(plan, path, opt, sink, stats));
+  for (const auto& t : plan.tables) {
+    TraceQueryStats more;
+    FAY_RETURN_IF_ERROR(RunOneTable(*t, path, opt, sink, &more));
+    stats->seconds += more.seconds;
+    stats->cpu_seconds += more.cpu_seconds;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
+                   OutputSink& sink, TraceQueryStats* stats) {
   auto t0 = std::chrono::steady_clock::now();
   *stats = TraceQueryStats{};
   // What only a live probe can read: its stacks, the kernel's task, user memory.
@@ -254,5 +280,7 @@ Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQuery
   if (st.ok() && !interp.first_error().ok()) return interp.first_error();
   return st;
 }
+
+}  // namespace
 
 }  // namespace fay

@@ -79,6 +79,7 @@ class JsonSink : public OutputSink {
         o[plan.aggs[a].item->name] = AggJson(*plan.aggs[a].item, row.aggs[a]);
       }
       o["window"] = rs.window_end_ns;
+      if (plan.table >= 0) o["table"] = plan.table;  // several tables: which one
       if (rs.coverage) {
         o["hosts_answered"] = rs.coverage->answered;
         o["hosts_expected"] = rs.coverage->expected;

@@ -25,6 +25,11 @@ void VisitQueryExprs(Query& q, const std::function<void(Expr&)>& fn) {
     }
     if (auto* s = std::get_if<SelectStage>(&node.stage))
       for (KeyItem& k : s->items) walk(k.expr.get());
+    if (auto* t = std::get_if<TablesStage>(&node.stage))
+      for (TableItem& table : t->tables) {
+        for (AggItem& i : table.agg.aggs) walk(i.arg.get());
+        for (KeyItem& k : table.agg.keys) walk(k.expr.get());
+      }
     if (auto* r = std::get_if<RememberStage>(&node.stage)) {
       walk(r->value.get());
       for (ExprPtr& k : r->keys) walk(k.get());

@@ -28,8 +28,10 @@ const char* StageWord(const Stage& s) {
       return "for";
     case 7:
       return "remember";
-    default:
+    case 8:
       return "format";
+    default:
+      return "tables";
   }
 }
 
@@ -58,8 +60,6 @@ Status CheckNames(const std::string& src, const std::vector<OutName>& names) {
   return Status::Ok();
 }
 
-}  // namespace
-
 // A state pipeline: where and sample stages, then its one remember stage.
 Status CheckStatePipeline(const Query& q, std::set<std::string>* names) {
   for (const StageNode& node : q.stages) {
@@ -84,6 +84,21 @@ Status CheckStatePipeline(const Query& q, std::set<std::string>* names) {
   return Status::Ok();
 }
 
+std::vector<OutName> AggregateNames(const AggregateStage& agg) {
+  std::vector<OutName> names;
+  for (const KeyItem& k : agg.keys)
+    names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});
+  for (const AggItem& a : agg.aggs) {
+    std::string func = AggFuncName(a.func);
+    std::string what = a.arg ? fmt::format("{}({})", func, a.arg->text) : func + "()";
+    if (a.func == AggFunc::kLhist || a.func == AggFunc::kQuantile) what = func + "(...)";
+    names.push_back({a.name, a.name != func, a.range, what});
+  }
+  return names;
+}
+
+}  // namespace
+
 Status CheckStages(const Query& q) {
   const std::string& src = q.text;
   std::set<std::string> state_names;
@@ -106,7 +121,7 @@ Status CheckStages(const Query& q) {
         sample = &node;
       }
     } else if (std::holds_alternative<AggregateStage>(s) ||
-               std::holds_alternative<SelectStage>(s)) {
+               std::holds_alternative<SelectStage>(s) || std::holds_alternative<TablesStage>(s)) {
       if (main)
         return QueryError(src, node.range, "Only one aggregate or select stage is allowed",
                           "compute several aggregates in one stage, e.g. count(), avg(latency) "
@@ -115,6 +130,9 @@ Status CheckStages(const Query& q) {
     } else if (std::holds_alternative<TopStage>(s)) {
       if (top) return QueryError(src, node.range, "Only one top stage is allowed");
       top = &node;
+      if (main && std::holds_alternative<TablesStage>(main->stage))
+        return QueryError(src, node.range, "Each table takes its own top",
+                          "e.g. (count() by probe | top 10), (count() by comm | top 5)");
       if (!main || !std::holds_alternative<AggregateStage>(main->stage))
         return QueryError(src, node.range, "'top' needs an aggregate stage before it",
                           "e.g. syscall:openat | count() by comm | top 10");
@@ -142,22 +160,30 @@ Status CheckStages(const Query& q) {
       for_stage = &node;
     }
   }
-  if (every && (!main || !std::holds_alternative<AggregateStage>(main->stage)))
+  if (every && (!main || std::holds_alternative<SelectStage>(main->stage)))
     return QueryError(src, every->range, "'every' needs an aggregate stage",
                       "every prints and resets the aggregates each window, e.g. "
                       "syscall:read | count() by comm | every 1s");
   if (!main) return Status::Ok();
 
+  if (const auto* t = std::get_if<TablesStage>(&main->stage)) {
+    if (!q.states.empty())
+      return QueryError(src, main->range, "Several tables do not read state pipelines yet",
+                        "read the state in one aggregate stage");
+    for (const TableItem& table : t->tables) {
+      std::vector<OutName> names = AggregateNames(table.agg);
+      for (const OutName& n : names)
+        if (n.name == "table")
+          return QueryError(src, n.range, "Output name 'table' is reserved",
+                            "with several tables every JSON row says its table in 'table'; "
+                            "choose another name with 'as'");
+      FAY_RETURN_IF_ERROR(CheckNames(src, names));
+    }
+    return Status::Ok();
+  }
   std::vector<OutName> names;
   if (const auto* agg = std::get_if<AggregateStage>(&main->stage)) {
-    for (const KeyItem& k : agg->keys)
-      names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});
-    for (const AggItem& a : agg->aggs) {
-      std::string func = AggFuncName(a.func);
-      std::string what = a.arg ? fmt::format("{}({})", func, a.arg->text) : func + "()";
-      if (a.func == AggFunc::kLhist || a.func == AggFunc::kQuantile) what = func + "(...)";
-      names.push_back({a.name, a.name != func, a.range, what});
-    }
+    names = AggregateNames(*agg);
   } else {
     for (const KeyItem& k : std::get<SelectStage>(main->stage).items)
       names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});

@@ -57,6 +57,11 @@ class TypeChecker {
       } else if (auto* a = std::get_if<AggregateStage>(&node.stage)) {
         for (AggItem& item : a->aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
         for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
+      } else if (auto* t = std::get_if<TablesStage>(&node.stage)) {
+        for (TableItem& table : t->tables) {
+          for (AggItem& item : table.agg.aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
+          for (KeyItem& k : table.agg.keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
+        }
       } else if (auto* s = std::get_if<SelectStage>(&node.stage)) {
         for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(Check(*k.expr));
         select = s;

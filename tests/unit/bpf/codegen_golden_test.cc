@@ -238,6 +238,10 @@ const GoldenCase kCases[] = {
      "tracepoint:sched:sched_wakeup | remember time as woke by args.pid;"
      "tracepoint:sched:sched_switch | where args.next_comm == \"a\" | "
      "hist(time - woke[args.next_pid])"},
+    // Two tables from one program (syscount): each its own maps and cache, one after the other.
+    {"tables_syscount",
+     "syscall:* | where ret < 0 | (count() by probe | top 10), (count(), max(latency) by comm) | "
+     "every 1s"},
     {"state_ttl",
      "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
      "fl[pid, tid]",

@@ -462,3 +462,27 @@ TEST(Parser, StatePipelineErrors) {
 
 }  // namespace
 }  // namespace fay
+
+namespace fay {
+namespace {
+
+TEST(Parser, SeveralTables) {
+  auto q = Parse(
+      "syscall:* | where ret < 0 | (count() by probe | top 10), (sum(ret) as s by comm) "
+      "| every 1s");
+  ASSERT_TRUE(q);
+  ASSERT_EQ(q->stages.size(), 3u);
+  const auto& t = std::get<TablesStage>(q->stages[1].stage);
+  ASSERT_EQ(t.tables.size(), 2u);
+  EXPECT_EQ(t.tables[0].top_n, 10);
+  EXPECT_EQ(t.tables[0].agg.keys.at(0).name, "probe");
+  EXPECT_EQ(t.tables[1].top_n, 0);
+  EXPECT_EQ(t.tables[1].agg.aggs.at(0).name, "s");
+  EXPECT_NE(ParseError("syscall:* | (count() by probe) (count())").find("Unexpected"),
+            std::string::npos);
+  EXPECT_NE(ParseError("syscall:* | (count() by probe").find("Expected ')' to close the table"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace fay

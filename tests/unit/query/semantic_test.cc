@@ -201,11 +201,11 @@ TEST(Semantic, StrCalls) {
             "syscall:read | count() by str(args.buf, 300)\n"
             "                                        ~~~\n"
             "HINT: str(ptr) reads up to 64 bytes, str(ptr, N) up to N (1..256)");
-  EXPECT_EQ(
-      AnalyzeError("syscall:read | count() by strr(args.buf)"),
-      "query:1:27-40: ERROR: Unknown function 'strr'\n"
-      "syscall:read | count() by strr(args.buf)\n                          ~~~~~~~~~~~~~~\n"
-      "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N), coalesce(field, field, ...)");
+  EXPECT_EQ(AnalyzeError("syscall:read | count() by strr(args.buf)"),
+            "query:1:27-40: ERROR: Unknown function 'strr'\n"
+            "syscall:read | count() by strr(args.buf)\n                          ~~~~~~~~~~~~~~\n"
+            "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N), join(argv), "
+            "coalesce(field, field, ...)");
 }
 
 TEST(Semantic, GlobsAreMarked) {
