@@ -366,6 +366,10 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const Plan& shape, const uin
         if (frames.ok()) {
           st.frames = std::move(frames).value();
           st.names = kernel_symbols_->StackNames(st.frames);
+          // A raw tracepoint's stack starts in fay's own program: those frames say nothing.
+          const auto skip = static_cast<std::ptrdiff_t>(KernelSymbols::TracingFrames(st.names));
+          st.frames.erase(st.frames.begin(), st.frames.begin() + skip);
+          st.names.erase(st.names.begin(), st.names.begin() + skip);
         }
       }
       out.emplace_back(std::move(st));
@@ -391,8 +395,9 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const Plan& shape, const uin
   return out;
 }
 
-void LiveQuery::StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const {
-  for (const Slot& s : plan_.keys) {
+void LiveQuery::StackTgidsOf(const Plan& shape, const uint8_t* key,
+                             std::vector<int32_t>* tgids) const {
+  for (const Slot& s : shape.keys) {
     if (s.type.kind != TypeKind::kStack || IsKernelStack(s)) continue;
     int64_t v;
     std::memcpy(&v, key + s.offset, 8);
@@ -401,26 +406,31 @@ void LiveQuery::StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) co
 }
 
 void LiveQuery::RememberStackProcesses() {
-  bool has_stack = std::any_of(plan_.keys.begin(), plan_.keys.end(),
-                               [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
-  if (!has_stack || plan_.mode != PlanMode::kAggregate) return;
+  if (!HasStackKeys(plan_) || plan_.mode != PlanMode::kAggregate) return;
   std::vector<int32_t> tgids;
-  for (int m : {kMapAggA, kMapAggB}) {
-    if (!maps_[m]) continue;
-    for (const auto& key : maps_[m]->Keys())
-      if (key.size() >= static_cast<size_t>(plan_.key_size)) StackTgidsOf(key.data(), &tgids);
-  }
-  for (int m : {kMapCacheA, kMapCacheB}) {
-    if (!maps_[m]) continue;
-    auto entries = maps_[m]->Dump();
-    if (!entries.ok()) continue;
-    const size_t stride = (maps_[m]->value_size() + 7) & ~size_t{7};
-    for (const auto& ent : *entries) {
-      for (size_t off = 0; off + stride <= ent.value.size(); off += stride) {
-        const uint8_t* slot = ent.value.data() + off;
-        uint64_t used;
-        std::memcpy(&used, slot, 8);
-        if (used) StackTgidsOf(slot + 8, &tgids);
+  for (size_t t = 0; t <= plan_.tables.size(); ++t) {
+    const Plan& shape = t == 0 ? plan_ : *plan_.tables[t - 1];
+    const int table = static_cast<int>(t);
+    for (int base : {kMapAggA, kMapAggB}) {
+      const auto& m = maps_[TableMap(base, table)];
+      if (!m) continue;
+      for (const auto& key : m->Keys())
+        if (key.size() >= static_cast<size_t>(shape.key_size))
+          StackTgidsOf(shape, key.data(), &tgids);
+    }
+    for (int base : {kMapCacheA, kMapCacheB}) {
+      const auto& m = maps_[TableMap(base, table)];
+      if (!m) continue;
+      auto entries = m->Dump();
+      if (!entries.ok()) continue;
+      const size_t stride = (m->value_size() + 7) & ~size_t{7};
+      for (const auto& ent : *entries) {
+        for (size_t off = 0; off + stride <= ent.value.size(); off += stride) {
+          const uint8_t* slot = ent.value.data() + off;
+          uint64_t used;
+          std::memcpy(&used, slot, 8);
+          if (used) StackTgidsOf(shape, slot + 8, &tgids);
+        }
       }
     }
   }

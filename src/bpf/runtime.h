@@ -94,7 +94,7 @@ class LiveQuery {
   // The keys (or selected columns) of `shape` (plan_, or one of its tables) from probe bytes.
   Expected<std::vector<Value>> DecodeSlots(const Plan& shape, const uint8_t* data) const;
   // The processes (tgids) of the stack keys in raw key bytes.
-  void StackTgidsOf(const uint8_t* key, std::vector<int32_t>* tgids) const;
+  void StackTgidsOf(const Plan& shape, const uint8_t* key, std::vector<int32_t>* tgids) const;
   Expected<ResultSet> ReadMap(const Plan& shape, const Map& map, const Map* cache, bool clear,
                               uint64_t window_end_ns);
 

@@ -409,9 +409,7 @@ int RunQuery(const QueryOptions& opt) {
     if (wake) timeout = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
     if (p.mode == PlanMode::kSelect && (timeout < 0 || timeout > 100)) timeout = 100;
     // Stacks are named from /proc/PID/maps, which vanish with the process: look often.
-    bool stacks = std::any_of(p.keys.begin(), p.keys.end(),
-                              [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
-    if (stacks && (timeout < 0 || timeout > 200)) timeout = 200;
+    if (HasStackKeys(p) && (timeout < 0 || timeout > 200)) timeout = 200;
     // The command's in-process probes stop within a second of fay's last heartbeat.
     if (*host) {
       (*host)->Heartbeat();

@@ -14,6 +14,14 @@ namespace {
 constexpr const char* kTaskPrefix = "curtask.";
 constexpr size_t kMaxHops = 8;  // pointers followed; each costs the probe a read
 
+// A struct's member names for a hint: task_struct has hundreds.
+std::string Listed(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 30;
+  if (names.size() <= kShown) return Join(names);
+  return Join(std::vector<std::string>(names.begin(), names.begin() + kShown)) +
+         fmt::format(", and {} more", names.size() - kShown);
+}
+
 std::vector<std::string> SplitDots(const std::string& s) {
   std::vector<std::string> out(1);
   for (char c : s) {
@@ -109,7 +117,7 @@ Expected<Field> Walk(const btf* b, int id, const std::vector<std::string>& membe
       std::vector<std::string> near = Nearest(names, members[i], 3);
       return Error(Code::kInvalidArgument,
                    fmt::format("{} has no member '{}'\n{}", TypeText(b, id), members[i],
-                               near.empty() ? "its members: " + Join(names)
+                               near.empty() ? "its members: " + Listed(names)
                                             : "did you mean: " + Join(near)));
     }
     if (m.bitfield)
@@ -125,7 +133,7 @@ Expected<Field> Walk(const btf* b, int id, const std::vector<std::string>& membe
       // Follow the pointer: the next member is read from where it points.
       f.hops.push_back(offset);
       offset = 0;
-      if (f.hops.size() >= kMaxHops)
+      if (f.hops.size() > kMaxHops)
         return Error(
             Code::kInvalidArgument,
             fmt::format("'{}' follows more than {} pointers\nname a shorter path", name, kMaxHops));
@@ -156,7 +164,8 @@ Expected<Field> Walk(const btf* b, int id, const std::vector<std::string>& membe
                      fmt::format("'{}' is {}: only char arrays (strings) can be read\nname one "
                                  "of its elements' members instead",
                                  name, TypeText(b, id)));
-      f.leaf_size = static_cast<int>(std::min<uint32_t>(a->nelems, 256));
+      // A flexible array (char d_name[]) has no length of its own: as str() reads.
+      f.leaf_size = a->nelems == 0 ? 64 : static_cast<int>(std::min<uint32_t>(a->nelems, 256));
       f.type = Type::Str(f.leaf_size);
     } else {
       std::vector<std::string> names;
@@ -165,7 +174,7 @@ Expected<Field> Walk(const btf* b, int id, const std::vector<std::string>& membe
       return Error(Code::kInvalidArgument,
                    fmt::format("'{}' is {}, not a value\n{}", name, TypeText(b, id),
                                names.empty() ? "name an int, a pointer or a char array"
-                                             : "name one of its members: " + Join(names)));
+                                             : "name one of its members: " + Listed(names)));
     }
   }
   f.c_type = TypeText(b, id);

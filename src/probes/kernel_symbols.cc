@@ -32,6 +32,20 @@ std::vector<std::pair<uint64_t, std::string>> KernelSymbols::Parse(const std::st
   return out;
 }
 
+size_t KernelSymbols::TracingFrames(const std::vector<std::string>& names) {
+  // The program itself may have no name (bpf_jit_kallsyms off): everything up to the last
+  // tracing frame among the first few goes.
+  auto tracing = [](const std::string& s) {
+    for (const char* prefix : {"bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_"})
+      if (s.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  size_t n = 0;
+  for (size_t i = 0; i < names.size() && i < 6; ++i)
+    if (tracing(names[i])) n = i + 1;
+  return n;
+}
+
 std::string KernelSymbols::Name(uint64_t addr, bool return_address) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!loaded_) {
@@ -41,7 +55,8 @@ std::string KernelSymbols::Name(uint64_t addr, bool return_address) {
   const uint64_t at = return_address && addr > 0 ? addr - 1 : addr;
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), at,
                              [](uint64_t a, const auto& s) { return a < s.first; });
-  if (it == symbols_.begin()) return "";
+  // Past the last symbol there is no telling what the address is.
+  if (it == symbols_.begin() || it == symbols_.end()) return "";
   --it;
   const uint64_t off = addr - it->first;
   return off ? fmt::format("{}+0x{:x}", it->second, off) : it->second;

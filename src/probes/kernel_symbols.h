@@ -19,6 +19,10 @@ class KernelSymbols {
   // Name for each frame of a kernel stack, innermost first; an address where there is none.
   std::vector<std::string> StackNames(const std::vector<uint64_t>& frames);
 
+  // How many of a stack's innermost frames are the tracing machinery itself (the BPF program,
+  // bpf_trace_run, the tracepoint's iterator), which a raw tracepoint's stack starts with.
+  static size_t TracingFrames(const std::vector<std::string>& names);
+
   // Parses kallsyms text: "ffffffff81000000 T _stext" lines; text symbols only, sorted.
   static std::vector<std::pair<uint64_t, std::string>> Parse(const std::string& text);
 

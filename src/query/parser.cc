@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include "common/strings.h"
@@ -185,6 +186,18 @@ class Parser {
   Status ParseStage(StageNode* node) {
     size_t begin = cur_.begin;
     if (cur_.IsOp("(")) {
+      // After a where, `| (` is more likely a bitwise or missing its parentheses than tables.
+      size_t w = cur_.end;
+      while (w < text_.size() && (text_[w] == ' ' || text_[w] == '\t' || text_[w] == '\n')) ++w;
+      size_t w_end = w;
+      while (w_end < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[w_end])) || text_[w_end] == '_'))
+        ++w_end;
+      AggFunc ignored;
+      if (after_expr_stage_ && !AggFuncFromName(text_.substr(w, w_end - w), &ignored))
+        return Fail(cur_, "Expected a stage, found '('",
+                    "for a bitwise or, use parentheses: where (a | b); tables are "
+                    "(count() by x), (count() by y)");
       TablesStage s;
       FAY_RETURN_IF_ERROR(ParseTables(&s));
       node->stage = std::move(s);

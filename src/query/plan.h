@@ -142,6 +142,19 @@ const Field* FindPlanField(const Plan& plan, Pred&& pred) {
   return found;
 }
 
+// Whether a key of the plan, or of one of its tables, is a stack.
+inline bool HasStackKeys(const Plan& plan) {
+  auto any = [](const Plan& p) {
+    for (const Slot& s : p.keys)
+      if (s.type.kind == TypeKind::kStack) return true;
+    return false;
+  };
+  if (any(plan)) return true;
+  for (const auto& t : plan.tables)
+    if (any(*t)) return true;
+  return false;
+}
+
 struct PlanOptions {
   uint32_t max_keys = 10240;
   // Above this many syscall probes, attach raw_syscalls once instead of each syscall tracepoint.

@@ -63,15 +63,26 @@ ExprPtr MakeField(const std::string& name, const std::vector<ProbeInfo>& probes)
   return e;
 }
 
+// Whether a syscall argument is memory the kernel writes (by fay's signature table).
+bool IsOutputArg(const ProbeInfo& probe, const Field& f) {
+  if (probe.syscall_nr < 0 || f.index < 0 || f.index >= 6) return false;
+  const SyscallSignature& sig = Signature(probe.syscall_nr);
+  return sig.decoded && f.index < sig.nargs &&
+         sig.args[static_cast<size_t>(f.index)].dir != ArgDir::kIn;
+}
+
 // Which fields does the query read? Decides the attach points.
 bool UsesExitFields(const Plan& plan) {
   bool uses = false;
   auto check = [&](const Expr& e) {
     if (e.kind != ExprKind::kField) return;
     for (size_t p = 0; p < plan.probes.size() && p < e.field_index.size(); ++p) {
-      FieldSource s = plan.probes[p].fields[e.field_index[p]].source;
+      const Field& f = plan.probes[p].fields[e.field_index[p]];
+      FieldSource s = f.source;
       if (s == FieldSource::kRet || s == FieldSource::kErrno || s == FieldSource::kLatency)
         uses = true;
+      // A struct the kernel fills (statx's buffer) holds its answer only at the return.
+      if (s == FieldSource::kUserBtf && IsOutputArg(plan.probes[p], f)) uses = true;
     }
   };
   VisitPlanExprs(plan, check);

@@ -4,8 +4,8 @@
 //
 //   %[-][0][WIDTH][.PREC]CONV   CONV: d i (signed) u x X o (unsigned) c (a byte) s (any value,
 //                               as the row prints it; .PREC cuts it)
-//   %T  %{STRFTIME}T            the event's wall-clock time as HH:MM:SS, or as strftime says;
-//                               takes no column
+//   %T  %{STRFTIME}T            the wall-clock time as HH:MM:SS, or as strftime says (live:
+//                               when the row is read; a recording: the event's); no column
 //   %%                          a percent sign
 #pragma once
 

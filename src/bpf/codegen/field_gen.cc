@@ -276,14 +276,20 @@ void GenStringFieldOf(Gen& g, const Field& f, int probe, int off, int cap) {
     case FieldSource::kUserBtf: {
       // A char array: read as a string, NUL-terminated within the buffer.
       GenBtfAddress(g, f, probe);
-      Label done = e.NewLabel();
-      e.JmpIfImm(BPF_JEQ, R7, 0, done);
+      Label done = e.NewLabel(), failed = e.NewLabel();
+      e.JmpIfImm(BPF_JEQ, R7, 0, failed);
       e.Mov(R1, R9);
       e.AluImm(BPF_ADD, R1, off);
       e.MovImm(R2, std::min(cap, f.leaf_size));
       e.Mov(R3, R7);
       e.Call(f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel_str
                                                : BPF_FUNC_probe_read_user_str);
+      e.JmpIfImm(BPF_JSGE, R0, 0, done);
+      // A NULL pointer on the way, or an unreadable string: "" (never the last event's
+      // bytes), counted.
+      e.Bind(failed);
+      e.StoreImm(1, R9, static_cast<int16_t>(off), 0);
+      GenBumpStat(g, kStatReadErrors);
       e.Bind(done);
       return;
     }

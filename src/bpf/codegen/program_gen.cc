@@ -565,16 +565,6 @@ EntryLayout LayOutEntry(const Plan& plan) {
   return layout;
 }
 
-namespace {
-
-bool UsesStacks(const Plan& plan) {
-  for (const auto& k : plan.keys)
-    if (k.type.kind == TypeKind::kStack) return true;
-  return false;
-}
-
-}  // namespace
-
 Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& options) {
   GeneratedQuery q;
   auto set = [&](MapId id, bpf_map_type type, const char* name, uint32_t k, uint32_t v,
@@ -664,7 +654,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   }
   if (plan.use_raw_syscalls)
     set(kMapSysFilter, BPF_MAP_TYPE_ARRAY, "fay_sysfilter", 4, 4, kMaxSyscalls);
-  if (UsesStacks(plan)) set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
+  if (HasStackKeys(plan))
+    set(kMapStacks, BPF_MAP_TYPE_STACK_TRACE, "fay_stacks", 4, 127 * 8, 16384);
 
   std::vector<Attachment> attachments = plan.attachments;
   if (options.scoped) {

@@ -59,7 +59,9 @@ Status AddBtfFields(Query& q, std::vector<ProbeInfo>& probes) {
       if (IsTaskBtfName(e.name)) {
         f = TaskBtfField(e.name);
       } else {
-        // The longest pointer field the name extends.
+        // The longest pointer field the name extends: a system call's argument, which points
+        // into user memory (a tracepoint's pointers are the kernel's).
+        if (p.kind != ProbeKind::kSyscall) continue;
         const Field* base = nullptr;
         for (const Field& pf : p.fields)
           if (pf.source == FieldSource::kCtx && e.name.size() > pf.name.size() + 1 &&

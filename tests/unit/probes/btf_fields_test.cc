@@ -51,6 +51,17 @@ TEST(BtfFields, UserStructBehindASyscallArgument) {
   EXPECT_EQ(UserBtfField(str, "args.filename.x").status().code(), Code::kNotFound);
 }
 
+TEST(KernelSymbols, TracingFramesAreTheInnermostOfTheTracer) {
+  EXPECT_EQ(KernelSymbols::TracingFrames({"bpf_prog_1a2b_fay_main_0+0x26a", "bpf_trace_run2+0x5a",
+                                          "__bpf_trace_sys_enter+0x9", "__traceiter_sys_enter+0x2e",
+                                          "syscall_trace_enter+0x10", "do_syscall_64"}),
+            4u);
+  EXPECT_EQ(KernelSymbols::TracingFrames({"__schedule+0x628"}), 0u);
+  EXPECT_EQ(KernelSymbols::TracingFrames(
+                {"0xffffffffc0001342", "bpf_trace_run2+0x103", "do_syscall_64+0x71"}),
+            2u);
+}
+
 TEST(KernelSymbols, ParsesTextSymbolsSorted) {
   auto syms = KernelSymbols::Parse(
       "ffffffff81000200 T second\n"
