@@ -441,23 +441,22 @@ TEST(Parser, StatePipelinesBeforeSemicolons) {
 }
 
 TEST(Parser, StatePipelineErrors) {
-  EXPECT_NE(ParseError("syscall:read | count(); syscall:write | count()")
-                .find("A pipeline before ';' must end with a remember stage"),
-            std::string::npos);
-  EXPECT_NE(ParseError("syscall:read | remember ret by tid; syscall:write | count()")
-                .find("Expected 'as NAME' after remember's value"),
-            std::string::npos);
-  EXPECT_NE(ParseError("syscall:read | remember time as t; syscall:write | sum(t[tid)")
-                .find("Expected ']' after the keys of t[...]"),
-            std::string::npos);
-  EXPECT_NE(ParseError("syscall:read | remember time as t |; syscall:write | count()")
-                .find("Expected a stage after '|'"),
-            std::string::npos);
+  auto says = [](const std::string& query, const std::string& want) {
+    const std::string got = ParseError(query);
+    EXPECT_NE(got.find(want), std::string::npos) << got;
+  };
+  says("syscall:read | count(); syscall:write | count()",
+       "A pipeline before ';' must end with a remember stage");
+  says("syscall:read | remember ret by tid; syscall:write | count()",
+       "Expected 'as NAME' after remember's value");
+  says("syscall:read | remember time as t; syscall:write | sum(t[tid)",
+       "Expected ']' after the keys of t[...]");
+  says("syscall:read | remember time as t |; syscall:write | count()",
+       "Expected a stage after '|'");
   std::string many;
   for (int i = 0; i < 5; ++i)
     many += "syscall:read | remember time as t" + std::to_string(i) + "; ";
-  EXPECT_NE(ParseError(many + "syscall:write | count()").find("At most 4 state pipelines"),
-            std::string::npos);
+  says(many + "syscall:write | count()", "At most 4 state pipelines");
 }
 
 }  // namespace
