@@ -355,6 +355,16 @@ Expected<std::vector<Value>> LiveQuery::DecodeSlots(const Plan& shape, const uin
         return Error(Code::kInternal, "probe index out of range in a kernel record");
       const ProbeInfo& pi = plan_.probes[v];
       out.emplace_back(s.expr->name == "func" ? pi.symbol : pi.name);
+    } else if (s.expr && s.expr->kind == ExprKind::kCall &&
+               (s.expr->name == "ksym" || s.expr->name == "usym")) {
+      // ksym()/usym(): the address the probe kept, named as the row is printed.
+      const auto addr = static_cast<uint64_t>(v);
+      int64_t tgid = 0;
+      std::memcpy(&tgid, p + 8, 8);
+      std::string name = s.expr->name == "ksym"
+                             ? kernel_symbols_->Name(addr)
+                             : symbolizer_->FrameName(static_cast<int32_t>(tgid), addr);
+      out.emplace_back(name.empty() ? HexAddress(addr) : name);
     } else if (s.type.kind == TypeKind::kString) {
       out.emplace_back(std::string(reinterpret_cast<const char*>(p),
                                    strnlen(reinterpret_cast<const char*>(p), s.size)));

@@ -201,7 +201,7 @@ Expected<Field> TaskBtfField(const std::string& name) {
   return Walk(b, task, members, name, f);
 }
 
-Expected<Field> UserBtfField(const Field& base, const std::string& name) {
+Expected<Field> StructBtfField(const Field& base, const std::string& name, FieldSource source) {
   // "struct __kernel_timespec *" -> "__kernel_timespec"
   std::string c = base.c_type;
   if (c.rfind("const ", 0) == 0) c = c.substr(6);
@@ -215,7 +215,7 @@ Expected<Field> UserBtfField(const Field& base, const std::string& name) {
     return Error(Code::kNotFound, fmt::format("the kernel's BTF has no struct {}", sname));
   std::vector<std::string> members = SplitDots(name.substr(base.name.size() + 1));
   Field f = base;
-  f.source = FieldSource::kUserBtf;
+  f.source = source;
   f.hops.clear();
   return Walk(b, id, members, name, f);
 }

@@ -14,9 +14,10 @@ namespace fay {
 // member, with the nearest member names as a hint (Status message: "WHAT\nHINT").
 Expected<Field> TaskBtfField(const std::string& name);
 
-// `BASE.MEMBER[...]` where `base` is a pointer argument whose C type is `struct X *` (a
-// syscall's, by its tracepoint format): a field of source kUserBtf read from user memory.
-Expected<Field> UserBtfField(const Field& base, const std::string& name);
+// `BASE.MEMBER[...]` where `base` is a pointer whose C type is `struct X *`: a syscall's
+// argument (source kUserBtf: user memory) or a tracepoint's field (kKernelPtrBtf: the
+// kernel's). kNotFound when `base` points at no struct.
+Expected<Field> StructBtfField(const Field& base, const std::string& name, FieldSource source);
 
 // Whether `name` could be such a field: curtask.*, or a name longer than a probe's pointer.
 bool IsTaskBtfName(const std::string& name);

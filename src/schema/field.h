@@ -60,6 +60,7 @@ enum class FieldSource {
   // pointer; the leaf is leaf_size bytes (an int, or a char array as a string).
   kTaskBtf,
   kUserBtf,
+  kKernelPtrBtf,  // the same from a tracepoint's kernel pointer (`cred.euid.val`)
   // Recorded syscalls only (fay query -i): what the trace holds beyond the live probe.
   kBytes,  // captured buffer bytes of the call, summed over its buffers
   kPath,   // string: the path an fd-based call's descriptor names, from the reader's fd table
@@ -69,12 +70,12 @@ struct Field {
   std::string name;  // as written in queries: "pid", "args.filename", "ret", "arg0"
   Type type;
   FieldSource source = FieldSource::kCtx;
-  int offset = 0;      // kCtx/kDataLoc: byte offset in the record
-  int size = 8;        // kCtx: bytes to load (1, 2, 4 or 8)
-  int index = 0;       // kUprobeArg: argument position; syscall args: position 0..5
-  std::string c_type;  // the type as the kernel format file spells it, for `fay probes`
-  std::vector<uint32_t> hops;  // kTaskBtf, kUserBtf
-  int leaf_size = 0;           // kTaskBtf, kUserBtf
+  int offset = 0;              // kCtx/kDataLoc: byte offset in the record
+  int size = 8;                // kCtx: bytes to load (1, 2, 4 or 8)
+  int index = 0;               // kUprobeArg: argument position; syscall args: position 0..5
+  std::string c_type;          // the type as the kernel format file spells it, for `fay probes`
+  std::vector<uint32_t> hops;  // kTaskBtf, kUserBtf, kKernelPtrBtf
+  int leaf_size = 0;           // kTaskBtf, kUserBtf, kKernelPtrBtf
 };
 
 // The fields every probe carries: time, cpu, pid, tid, uid, comm, probe.

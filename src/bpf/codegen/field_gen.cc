@@ -47,9 +47,10 @@ namespace {
 
 void GenFieldOf(Gen& g, const Field& f, int probe);
 
-// A BTF-typed field (kTaskBtf, kUserBtf): R7 = the address of its leaf, after following each
-// pointer on the way, or 0 when one of them is NULL or unreadable (the read errors count it).
-// The reads go through the kernel's or the user's memory helpers, as the field's root says.
+// A BTF-typed field (kTaskBtf, kUserBtf, kKernelPtrBtf): R7 = the address of its leaf, after
+// following each pointer on the way, or 0 when one of them is NULL or unreadable (the read errors
+// count it). The reads go through the kernel's or the user's memory helpers, as the field's root
+// says.
 void GenBtfAddress(Gen& g, const Field& f, int probe) {
   Emitter& e = g.e;
   if (f.source == FieldSource::kTaskBtf) {
@@ -204,7 +205,8 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
       }
       return;
     case FieldSource::kTaskBtf:
-    case FieldSource::kUserBtf: {
+    case FieldSource::kUserBtf:
+    case FieldSource::kKernelPtrBtf: {
       GenBtfAddress(g, f, probe);
       const int16_t tmp = g.AllocTemp();
       Label done = e.NewLabel(), failed = e.NewLabel();
@@ -214,8 +216,8 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
       e.Mov(R1, R10);
       e.AluImm(BPF_ADD, R1, tmp);
       e.MovImm(R2, f.leaf_size);
-      e.Call(f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel
-                                               : BPF_FUNC_probe_read_user);
+      e.Call(f.source == FieldSource::kUserBtf ? BPF_FUNC_probe_read_user
+                                               : BPF_FUNC_probe_read_kernel);
       e.JmpIfImm(BPF_JEQ, R0, 0, done);
       e.Bind(failed);
       GenBumpStat(g, kStatReadErrors);
@@ -273,7 +275,8 @@ void GenStringFieldOf(Gen& g, const Field& f, int probe, int off, int cap) {
       e.Call(BPF_FUNC_probe_read_kernel_str);
       return;
     case FieldSource::kTaskBtf:
-    case FieldSource::kUserBtf: {
+    case FieldSource::kUserBtf:
+    case FieldSource::kKernelPtrBtf: {
       // A char array: read as a string, NUL-terminated within the buffer.
       GenBtfAddress(g, f, probe);
       Label done = e.NewLabel(), failed = e.NewLabel();
@@ -282,8 +285,8 @@ void GenStringFieldOf(Gen& g, const Field& f, int probe, int off, int cap) {
       e.AluImm(BPF_ADD, R1, off);
       e.MovImm(R2, std::min(cap, f.leaf_size));
       e.Mov(R3, R7);
-      e.Call(f.source == FieldSource::kTaskBtf ? BPF_FUNC_probe_read_kernel_str
-                                               : BPF_FUNC_probe_read_user_str);
+      e.Call(f.source == FieldSource::kUserBtf ? BPF_FUNC_probe_read_user_str
+                                               : BPF_FUNC_probe_read_kernel_str);
       e.JmpIfImm(BPF_JSGE, R0, 0, done);
       // A NULL pointer on the way, or an unreadable string: "" (never the last event's
       // bytes), counted.

@@ -202,6 +202,22 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
     GenStringField(g, expr, off, cap);
     return;
   }
+  if (expr.kind == ExprKind::kCall && (expr.name == "ksym" || expr.name == "usym")) {
+    // The address, and for usym the process whose maps name it: user space names them.
+    e.Comment(expr.text + ": the address, named in user space");
+    GenIntExpr(g, *expr.kids[0]);
+    e.Store(8, R9, static_cast<int16_t>(off), R7);
+    if (cap >= 16) {
+      if (expr.name == "usym") {
+        e.Call(BPF_FUNC_get_current_pid_tgid);
+        e.AluImm(BPF_RSH, R0, 32);
+        e.Store(8, R9, static_cast<int16_t>(off + 8), R0);
+      } else {
+        e.StoreImm(8, R9, static_cast<int16_t>(off + 8), 0);
+      }
+    }
+    return;
+  }
   if (expr.kind == ExprKind::kCall && (expr.name == "str" || expr.name == "join")) {
     if (const EntryString* saved = g.has_entry ? g.FindEntryString(expr) : nullptr) {
       // Read at entry (Plan::entry_strings); the slot is zero-padded, so whole words copy.

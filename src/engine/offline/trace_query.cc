@@ -136,15 +136,20 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   *stats = TraceQueryStats{};
   // What only a live probe can read: its stacks, the kernel's task, user memory.
   auto live_only = [](FieldSource s) {
-    return IsStackSource(s) || s == FieldSource::kTaskBtf || s == FieldSource::kUserBtf;
+    return IsStackSource(s) || s == FieldSource::kTaskBtf || s == FieldSource::kUserBtf ||
+           s == FieldSource::kKernelPtrBtf;
   };
   auto refuse = [&](const Plan& p) -> Status {
-    bool joins = false;
-    VisitPlanExprs(p,
-                   [&](const Expr& e) { joins |= e.kind == ExprKind::kCall && e.name == "join"; });
-    if (joins)
+    std::string live_call;
+    VisitPlanExprs(p, [&](const Expr& e) {
+      if (e.kind == ExprKind::kCall && (e.name == "join" || e.name == "ksym" || e.name == "usym"))
+        live_call = e.name;
+    });
+    if (!live_call.empty())
       return Error(Code::kInvalidArgument,
-                   "join() reads the process's memory live: a recorded trace does not hold it");
+                   fmt::format("{}() reads the live kernel or process: a recorded trace does not "
+                               "hold what it needs",
+                               live_call));
     if (const Field* f = FindPlanField(p, live_only))
       return Error(Code::kInvalidArgument,
                    fmt::format("{} is read by a live probe only: a recorded trace does not hold "

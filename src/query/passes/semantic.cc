@@ -59,9 +59,9 @@ Status AddBtfFields(Query& q, std::vector<ProbeInfo>& probes) {
       if (IsTaskBtfName(e.name)) {
         f = TaskBtfField(e.name);
       } else {
-        // The longest pointer field the name extends: a system call's argument, which points
-        // into user memory (a tracepoint's pointers are the kernel's).
-        if (p.kind != ProbeKind::kSyscall) continue;
+        // The longest pointer field the name extends: a system call's argument points into
+        // user memory, a tracepoint's into the kernel's.
+        if (p.kind != ProbeKind::kSyscall && p.kind != ProbeKind::kTracepoint) continue;
         const Field* base = nullptr;
         for (const Field& pf : p.fields)
           if (pf.source == FieldSource::kCtx && e.name.size() > pf.name.size() + 1 &&
@@ -69,7 +69,9 @@ Status AddBtfFields(Query& q, std::vector<ProbeInfo>& probes) {
               (!base || pf.name.size() > base->name.size()))
             base = &pf;
         if (!base) continue;
-        f = UserBtfField(*base, e.name);
+        f = StructBtfField(
+            *base, e.name,
+            p.kind == ProbeKind::kSyscall ? FieldSource::kUserBtf : FieldSource::kKernelPtrBtf);
         if (!f.ok() && f.status().code() == Code::kNotFound) continue;
       }
       if (!f.ok()) {

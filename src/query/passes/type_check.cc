@@ -56,14 +56,14 @@ class TypeChecker {
         if (state_pipeline) FAY_RETURN_IF_ERROR(NoExitField(*w->cond));
       } else if (auto* a = std::get_if<AggregateStage>(&node.stage)) {
         for (AggItem& item : a->aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
-        for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
+        for (KeyItem& k : a->keys) FAY_RETURN_IF_ERROR(CheckColumn(*k.expr));
       } else if (auto* t = std::get_if<TablesStage>(&node.stage)) {
         for (TableItem& table : t->tables) {
           for (AggItem& item : table.agg.aggs) FAY_RETURN_IF_ERROR(CheckAgg(item));
-          for (KeyItem& k : table.agg.keys) FAY_RETURN_IF_ERROR(Check(*k.expr));
+          for (KeyItem& k : table.agg.keys) FAY_RETURN_IF_ERROR(CheckColumn(*k.expr));
         }
       } else if (auto* s = std::get_if<SelectStage>(&node.stage)) {
-        for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(Check(*k.expr));
+        for (KeyItem& k : s->items) FAY_RETURN_IF_ERROR(CheckColumn(*k.expr));
         select = s;
       } else if (auto* f = std::get_if<FormatStage>(&node.stage); f && select) {
         std::vector<Type> types;
@@ -446,12 +446,42 @@ class TypeChecker {
     return true;
   }
 
+  // A key or selected column: the one place ksym()/usym() may stand, as the whole of it.
+  Status CheckColumn(Expr& e) {
+    column_ = &e;
+    Status st = Check(e);
+    column_ = nullptr;
+    return st;
+  }
+
+  // ksym(addr), usym(addr): the address, named when the row is printed (a kernel symbol from
+  // kallsyms; a function of the process the event ran in).
+  Status CheckSymbol(Expr& e) {
+    const std::string usage =
+        fmt::format("{}(addr) names a code address, e.g. count() by {}({})", e.name, e.name,
+                    e.name == "ksym" ? "args.function" : "arg0");
+    if (e.kids.size() != 1)
+      return QueryError(src_, e.range,
+                        fmt::format("{}() takes 1 argument, found {}", e.name, e.kids.size()),
+                        usage);
+    FAY_RETURN_IF_ERROR(Check(*e.kids[0]));
+    FAY_RETURN_IF_ERROR(ExpectInt(*e.kids[0], usage));
+    if (&e != column_)
+      return QueryError(src_, e.range,
+                        fmt::format("{}() is named only when the row is printed", e.name),
+                        "use it as a whole key or select column: ... by " + e.text);
+    e.type = Type::Str(16);  // the address (and, for usym, its process) in the probe
+    return Status::Ok();
+  }
+
   Status CheckCall(Expr& e) {
     if (e.name == "coalesce") return CheckCoalesce(e);
     if (e.name == "join") return CheckJoin(e);
+    if (e.name == "ksym" || e.name == "usym") return CheckSymbol(e);
     if (e.name != "str") {
       std::string hint =
-          "functions: str(ptr), str(ptr, N), join(argv), coalesce(field, field, ...)";
+          "functions: str(ptr), str(ptr, N), join(argv), ksym(addr), usym(addr), "
+          "coalesce(field, field, ...)";
       if (EditDistance(e.name, "str") <= 2) hint = "did you mean 'str'? " + hint;
       return QueryError(src_, e.range, fmt::format("Unknown function '{}'", e.name), hint);
     }
@@ -621,7 +651,8 @@ class TypeChecker {
   const std::vector<ProbeInfo>& probes_;
   const std::vector<std::shared_ptr<Query>>& states_;
   bool in_state_pipeline_ = false;
-  std::set<int> read_states_;  // the states the query reads
+  const Expr* column_ = nullptr;  // the key or select column being checked (CheckColumn)
+  std::set<int> read_states_;     // the states the query reads
 };
 
 }  // namespace

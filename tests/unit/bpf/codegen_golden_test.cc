@@ -242,6 +242,11 @@ const GoldenCase kCases[] = {
     {"tables_syscount",
      "syscall:* | where ret < 0 | (count() by probe | top 10), (count(), max(latency) by comm) | "
      "every 1s"},
+    // BTF member chains (the current task's, a syscall's user struct), join(argv) at entry, ksym.
+    {"btf_join_ksym",
+     "syscall:execve, syscall:execveat | select curtask.real_parent.tgid, curtask.comm, "
+     "join(args.argv, 64), ksym(args.filename), ret"},
+    {"user_struct_at_exit", "syscall:clock_nanosleep | count() by args.rqtp.tv_nsec, kstack"},
     {"state_ttl",
      "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
      "fl[pid, tid]",

@@ -41,14 +41,15 @@ TEST(BtfFields, ErrorsNameTheStructAndTheNearestMembers) {
 TEST(BtfFields, UserStructBehindASyscallArgument) {
   Field base{
       "args.rqtp", Type::UserPtr(), FieldSource::kCtx, 16, 8, 0, "struct __kernel_timespec *"};
-  auto nsec = UserBtfField(base, "args.rqtp.tv_nsec");
+  auto nsec = StructBtfField(base, "args.rqtp.tv_nsec", FieldSource::kUserBtf);
   ASSERT_TRUE(nsec.ok()) << nsec.status().message();
   EXPECT_EQ(nsec->source, FieldSource::kUserBtf);
   EXPECT_EQ(nsec->hops, std::vector<uint32_t>{8});
   EXPECT_EQ(nsec->leaf_size, 8);
   EXPECT_EQ(nsec->offset, 16);  // the argument is loaded as the record has it
   Field str{"args.filename", Type::UserPtr(), FieldSource::kCtx, 24, 8, 1, "const char *"};
-  EXPECT_EQ(UserBtfField(str, "args.filename.x").status().code(), Code::kNotFound);
+  EXPECT_EQ(StructBtfField(str, "args.filename.x", FieldSource::kUserBtf).status().code(),
+            Code::kNotFound);
 }
 
 TEST(KernelSymbols, TracingFramesAreTheInnermostOfTheTracer) {

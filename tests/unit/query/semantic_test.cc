@@ -204,8 +204,8 @@ TEST(Semantic, StrCalls) {
   EXPECT_EQ(AnalyzeError("syscall:read | count() by strr(args.buf)"),
             "query:1:27-40: ERROR: Unknown function 'strr'\n"
             "syscall:read | count() by strr(args.buf)\n                          ~~~~~~~~~~~~~~\n"
-            "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N), join(argv), "
-            "coalesce(field, field, ...)");
+            "HINT: did you mean 'str'? functions: str(ptr), str(ptr, N), join(argv), ksym(addr), "
+            "usym(addr), coalesce(field, field, ...)");
 }
 
 TEST(Semantic, GlobsAreMarked) {
