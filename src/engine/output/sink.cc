@@ -20,8 +20,7 @@ std::string FormatSummary(const RunStats& s, double seconds) {
     rare += fmt::format(", {} returns without their entry (calls in flight at attach)", s.no_entry);
   if (s.state_full)
     rare += fmt::format(", {} state-full (a remembered value found its map full)", s.state_full);
-  if (s.no_state)
-    rare += fmt::format(", {} without their remembered value", s.no_state);
+  if (s.no_state) rare += fmt::format(", {} without their remembered value", s.no_state);
   return fmt::format(
       "fay: {} events, {} matched, {} dropped, {} map-full, {} read errors{} in {:.2f}s",
       s.events_seen, s.events_matched, s.dropped, s.map_full, s.read_errors, rare, seconds);

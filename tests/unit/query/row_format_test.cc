@@ -13,11 +13,11 @@ std::string Error(const std::string& fmt, std::vector<Type> types) {
 }
 
 TEST(RowFormat, ConversionsWidthsAndTime) {
-  auto f = RowFormat::Parse("%T|%-6d|%06d|%5s|%.3s|%x|%X|%o|%u|%c|%%|%{%Y}T",
-                            {Type::Int(true), Type::Int(true), Type::Str(16), Type::Str(16),
-                             Type::Int(false), Type::Int(false), Type::Int(false),
-                             Type::Int(true), Type::Int(true)},
-                            {"a", "b", "c", "d", "e", "f", "g", "h", "i"});
+  auto f = RowFormat::Parse(
+      "%T|%-6d|%06d|%5s|%.3s|%x|%X|%o|%u|%c|%%|%{%Y}T",
+      {Type::Int(true), Type::Int(true), Type::Str(16), Type::Str(16), Type::Int(false),
+       Type::Int(false), Type::Int(false), Type::Int(true), Type::Int(true)},
+      {"a", "b", "c", "d", "e", "f", "g", "h", "i"});
   ASSERT_TRUE(f.ok()) << f.status().message();
   // 2024-01-02 03:04:05 UTC, printed in local time: set TZ for the test's process.
   setenv("TZ", "UTC", 1);
