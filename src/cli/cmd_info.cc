@@ -126,6 +126,23 @@ void Print(const trace::Reader& r, const Summary& s) {
   row("host", fmt::format("{} (Linux {}, {})", info.host, info.kernel, info.arch));
   row("syscall filter", info.syscall_filter.empty() ? "all" : info.syscall_filter);
   row("max buffer", info.max_buffer ? Bytes(info.max_buffer) : "unlimited");
+  if (info.is_flight_dump()) {
+    // A dump holds the ring's last calls, not the whole run: say which, and what came before.
+    row("flight dump", fmt::format("number {}, of a {} ring, written on: {}", info.flight_dump,
+                                   Bytes(info.flight_ring_bytes), info.flight_reason));
+    row("flight window",
+        info.flight_to_ns >= info.flight_from_ns && info.flight_from_ns
+            ? fmt::format(
+                  "{} to {} ({:.6f} s, from +{:.6f} s after the recording started); {} "
+                  "earlier syscalls were not kept",
+                  WallClock(info, info.flight_from_ns), WallClock(info, info.flight_to_ns),
+                  (info.flight_to_ns - info.flight_from_ns) / 1e9,
+                  (info.flight_from_ns - std::min(info.flight_from_ns, info.anchor_monotonic_ns)) /
+                      1e9,
+                  info.flight_evicted_syscalls)
+            : fmt::format("no calls; {} earlier syscalls were not kept",
+                          info.flight_evicted_syscalls));
+  }
   if (s.first_ns <= s.last_ns) {
     row("start", WallClock(info, s.first_ns));
     row("duration", fmt::format("{:.6f} s", (s.last_ns - s.first_ns) / 1e9));

@@ -1,16 +1,21 @@
 // fay record [-o FILE] [--backend auto|ebpf|ptrace] [-e SET] [--max-buffer BYTES]
-//            [--ring-size BYTES] [--consumers N] [--loss block|drop] [-p PID | -- CMD...]
+//            [--ring-size BYTES] [--consumers N] [--loss block|drop]
+//            [--flight SIZE [--dump-on SIGNAL|exit|PREDICATE]... [--max-dumps N]]
+//            [-p PID | -- CMD...]
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <optional>
 
 #include "cli/commands.h"
+#include "record/dump_signals.h"
+#include "record/dump_trigger.h"
 #include "record/recorder.h"
 #include "replay/end_state_check.h"
 #include "replay/prepare.h"
 #include "replay/sandbox.h"
 #include "trace/end_state.h"
+#include "trace/flight.h"
 
 namespace fay::cli {
 namespace {
@@ -31,6 +36,9 @@ struct RecordCli {
   std::string max_buffer;
   std::string ring_size;
   bool no_end_state = false;
+  std::string flight;
+  std::vector<std::string> dump_on;
+  uint32_t max_dumps = 16;
 };
 
 // Feeds the recorder's calls to a ChangeTracker.
@@ -77,6 +85,38 @@ bool ParseSize(const std::string& s, uint64_t* out) {
   return true;
 }
 
+// What a flight recording wrote: each dump, with its reason and window.
+int FlightSummary(const RecordCli& c, const record::RecordResult& r,
+                  const trace::FlightControl& flight) {
+  std::vector<trace::FlightDumpResult> dumps = flight.results();
+  bool failed = false;
+  if (!c.opt.quiet) {
+    fmt::print(stderr,
+               "fay: flight recorder: {} syscalls from {} processes ({} threads) in {:.2f}s, the "
+               "last {:.1f} MiB kept in memory; {} dump{}\n",
+               r.syscalls, r.processes, r.threads, r.seconds, flight.ring_bytes() / 1048576.0,
+               dumps.size(), dumps.size() == 1 ? "" : "s");
+  }
+  for (const auto& d : dumps) {
+    if (!d.error.empty()) {
+      failed = true;
+      fmt::print(stderr, "fay: dump ({}) failed: {}\n", d.reason, d.error);
+      continue;
+    }
+    if (!c.opt.quiet)
+      fmt::print(stderr, "fay:   {} ({:.1f} KiB): {} syscalls over {:.3f}s before {}\n", d.path,
+                 d.bytes / 1024.0, d.syscalls, (d.to_ns - d.from_ns) / 1e9, d.reason);
+  }
+  if (flight.refused())
+    fmt::print(stderr, "fay: {} more dumps were asked for past --max-dumps {}\n", flight.refused(),
+               c.max_dumps);
+  if (dumps.empty() && !c.opt.quiet)
+    fmt::print(stderr,
+               "fay: nothing was dumped: no trigger fired (send SIGUSR1 to fay, or add --dump-on "
+               "exit)\n");
+  return failed ? 1 : r.exit_code;
+}
+
 int Run(RecordCli& c) {
   if (!c.max_buffer.empty() && !ParseSize(c.max_buffer, &c.opt.max_buffer)) {
     fmt::print(stderr, "fay: --max-buffer: '{}' is not a size (examples: 4096, 64K, 1M)\n",
@@ -94,7 +134,67 @@ int Run(RecordCli& c) {
     changes.emplace(StartingDirectory(c.opt.pid));
     c.opt.observer = &*changes;
   }
+  // --flight: the trace stays in a ring in memory and is written when a trigger asks.
+  std::unique_ptr<trace::FlightControl> flight;
+  std::unique_ptr<record::DumpSignals> dump_signals;
+  std::vector<std::unique_ptr<record::DumpTrigger>> triggers;
+  if (!c.flight.empty()) {
+    uint64_t size = 0;
+    if (!ParseSize(c.flight, &size) || size < (1u << 20)) {
+      fmt::print(stderr,
+                 "fay: --flight: '{}' is not a size of at least 1M (examples: 16M, 256M, 1G)\n",
+                 c.flight);
+      return 2;
+    }
+    std::string out = c.opt.output.empty() ? record::DefaultOutputName(c.opt) : c.opt.output;
+    c.opt.output = out;
+    flight = std::make_unique<trace::FlightControl>(size, out, c.max_dumps);
+    c.opt.flight = flight.get();
+    std::vector<int> sigs;
+    for (const std::string& d : c.dump_on) {
+      if (d == "exit") {
+        flight->set_dump_on_exit(true);
+      } else if (d.find(':') != std::string::npos) {
+        auto t = record::DumpTrigger::Compile(d, flight.get(), c.opt.observer);
+        if (!t.ok()) {
+          fmt::print(stderr, "fay: {}\n", t.status().message());
+          return 2;
+        }
+        triggers.push_back(std::move(t).value());
+        c.opt.observer = triggers.back().get();
+      } else if (int s = record::ParseSignal(d); s > 0 && s != SIGKILL && s != SIGSTOP) {
+        sigs.push_back(s);
+      } else {
+        fmt::print(stderr,
+                   "fay: --dump-on '{}': expected a signal (SIGUSR1), exit, or a probe and a "
+                   "predicate ('syscall:openat where errno == 13')\n",
+                   d);
+        return 2;
+      }
+    }
+    if (c.dump_on.empty()) sigs.push_back(SIGUSR1);
+    if (!sigs.empty()) {
+      auto ds = record::DumpSignals::Start(sigs, flight.get());
+      if (!ds.ok()) {
+        fmt::print(stderr, "fay: {}\n", ds.status().message());
+        return 1;
+      }
+      dump_signals = std::move(ds).value();
+    }
+  } else if (!c.dump_on.empty()) {
+    fmt::print(stderr, "fay: --dump-on needs --flight SIZE (a flight recorder's ring)\n");
+    return 2;
+  }
   auto r = record::Record(c.opt);
+  dump_signals.reset();
+  if (flight) {
+    if (!r.ok()) {
+      fmt::print(stderr, "fay: {}\n", r.status().message());
+      return 1;
+    }
+    if (!r->error.empty()) fmt::print(stderr, "fay: {}\n", r->error);
+    return FlightSummary(c, *r, *flight);
+  }
   if (!r.ok()) {
     fmt::print(stderr, "fay: {}\n", r.status().message());
     return 1;
@@ -160,6 +260,15 @@ Runner RegisterRecord(CLI::App& app) {
   cmd->add_flag("--no-end-state", c->no_end_state,
                 "do not note the final state of the paths the program changed (replay --verify "
                 "compares its tree with it)");
+  cmd->add_option("--flight", c->flight,
+                  "flight recorder: keep only the last SIZE of trace in memory (e.g. 64M), and "
+                  "write it to -o when a --dump-on trigger fires");
+  cmd->add_option("--dump-on", c->dump_on,
+                  "with --flight, repeatable: a signal to fay (default SIGUSR1), exit, or a probe "
+                  "and a predicate, e.g. 'syscall:openat where errno == 13'; later dumps are "
+                  "numbered (out.2.fay)");
+  cmd->add_option("--max-dumps", c->max_dumps, "with --flight: at most this many dumps (16)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("command", c->opt.argv, "the command to run, after --");
   cmd->positionals_at_end();
   return [c]() { return Run(*c); };

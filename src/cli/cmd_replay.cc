@@ -79,6 +79,16 @@ bool ChangesFiles(int nr) {
 }
 
 int Run(const ReplayCli& c) {
+  // A flight recorder's dump starts in the middle of the run: the files its calls use were
+  // opened before it, so no replay of it could say "verified" and mean it.
+  if (auto r = trace::Reader::Open(c.path); r.ok() && r->info().is_flight_dump()) {
+    fmt::print(stderr,
+               "fay replay: {} is a flight recorder dump ({}): it holds only the calls just "
+               "before that, not the run from its start, so it cannot be replayed or verified. "
+               "Query it with fay query -i; record with fay record (no --flight) to replay.\n",
+               c.path, r->info().flight_reason);
+    return 2;
+  }
   replay::ReplayOptions opt;
   opt.verify = c.verify;
   opt.max_listed = c.max_mismatches;

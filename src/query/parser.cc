@@ -551,15 +551,21 @@ class Parser {
         FAY_ASSIGN_OR_RETURN(left, ParseIn(std::move(left), begin));
         continue;
       }
-      if (cur_.kind != TokKind::kOp) break;
-      const auto& ops = BinaryLevels()[level];
-      bool match = false;
-      for (const auto& op : ops) match = match || cur_.text == op;
-      // At the top level of a stage '|' separates stages; bitwise or needs parentheses.
-      if (!match || (cur_.text == "|" && depth_ == 0)) break;
+      // `and` and `or` read as SQL and Python users write them: the same as && and ||.
+      std::string word_op = level == 0 && cur_.IsWord("or")    ? "||"
+                            : level == 1 && cur_.IsWord("and") ? "&&"
+                                                               : "";
+      if (word_op.empty()) {
+        if (cur_.kind != TokKind::kOp) break;
+        const auto& ops = BinaryLevels()[level];
+        bool match = false;
+        for (const auto& op : ops) match = match || cur_.text == op;
+        // At the top level of a stage '|' separates stages; bitwise or needs parentheses.
+        if (!match || (cur_.text == "|" && depth_ == 0)) break;
+      }
       auto e = std::make_unique<Expr>();
       e->kind = ExprKind::kBinary;
-      e->op = cur_.text;
+      e->op = word_op.empty() ? cur_.text : word_op;
       FAY_RETURN_IF_ERROR(Advance());
       FAY_ASSIGN_OR_RETURN(ExprPtr right, ParseBinary(level + 1));
       e->kids.push_back(std::move(left));
@@ -613,10 +619,10 @@ class Parser {
 
   Expected<ExprPtr> ParseUnary() {
     size_t begin = cur_.begin;
-    if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~")) {
+    if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~") || cur_.IsWord("not")) {
       NestGuard guard(&nesting_);
       if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
-      std::string op = cur_.text;
+      std::string op = cur_.IsWord("not") ? "!" : cur_.text;
       FAY_RETURN_IF_ERROR(Advance());
       FAY_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary());
       if (op == "-" && operand->kind == ExprKind::kInt) {

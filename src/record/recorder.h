@@ -12,6 +12,10 @@
 #include "common/status.h"
 #include "schema/syscall_event.h"
 
+namespace fay::trace {
+class FlightControl;
+}
+
 namespace fay::record {
 
 // Sees the recorded calls as they are handed to the trace, on the recorder's threads (one at a
@@ -50,6 +54,8 @@ struct RecordOptions {
   // 32 MiB).
   uint32_t consumers = 0;
   SyscallObserver* observer = nullptr;  // not owned; outlives the recording
+  // --flight: the trace is a ring in memory, written out as dumps (trace/flight.h). Not owned.
+  trace::FlightControl* flight = nullptr;
 };
 
 struct RecordResult {

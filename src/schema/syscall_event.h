@@ -133,6 +133,15 @@ struct RecordingInfo {
   uint32_t syscall_table_version = 0;
   uint64_t max_buffer = 0;     // 0 = unlimited
   std::string syscall_filter;  // the -e set as given, empty = all
+  // A flight recorder's dump (`fay record --flight`): why it was written, which dump it is, the
+  // ring's size and the window of calls it holds. An empty reason: a whole recording.
+  std::string flight_reason;
+  uint32_t flight_dump = 0;
+  uint64_t flight_ring_bytes = 0;
+  uint64_t flight_from_ns = 0;  // CLOCK_MONOTONIC, as the events
+  uint64_t flight_to_ns = 0;
+  uint64_t flight_evicted_syscalls = 0;  // recorded before the window and not kept
+  bool is_flight_dump() const { return !flight_reason.empty(); }
 };
 
 }  // namespace fay

@@ -17,7 +17,7 @@ namespace fay::trace {
 // record): a reader skips what it does not know.
 inline constexpr uint16_t kFormatMajor = 1;
 // Minor 4 added the end state chunk (trace/end_state.h); minor 6 the signal record.
-inline constexpr uint16_t kFormatMinor = 6;
+inline constexpr uint16_t kFormatMinor = 7;
 
 // PNG-style: the high byte catches 7-bit transfers, CR LF / ^Z / LF catch text-mode mangling.
 inline constexpr char kFileMagic[8] = {'\x89', 'F', 'A', 'Y', '\r', '\n', '\x1a', '\n'};

@@ -46,6 +46,14 @@ Bytes EncodeHeader(const RecordingInfo& info, const std::string& writer, uint32_
   w.Str(kTagBackend, info.backend);
   w.U64(kTagMaxBuffer, info.max_buffer);
   w.Str(kTagSyscallFilter, info.syscall_filter);
+  if (info.is_flight_dump()) {
+    w.Str(kTagFlightReason, info.flight_reason);
+    w.U32(kTagFlightDump, info.flight_dump);
+    w.U64(kTagFlightRingBytes, info.flight_ring_bytes);
+    w.U64(kTagFlightFrom, info.flight_from_ns);
+    w.U64(kTagFlightTo, info.flight_to_ns);
+    w.U64(kTagFlightEvicted, info.flight_evicted_syscalls);
+  }
   *fields = w.fields;
   return std::move(w.out);
 }
@@ -113,6 +121,29 @@ Status DecodeHeader(const uint8_t* data, size_t n, RecordingInfo* info, std::str
       case kTagRootPid:
         FAY_RETURN_IF_ERROR(fixed(4));
         info->root_pid = static_cast<int32_t>(LoadU32(v));
+        break;
+      case kTagFlightReason:
+        info->flight_reason = str();
+        break;
+      case kTagFlightDump:
+        FAY_RETURN_IF_ERROR(fixed(4));
+        info->flight_dump = LoadU32(v);
+        break;
+      case kTagFlightRingBytes:
+        FAY_RETURN_IF_ERROR(fixed(8));
+        info->flight_ring_bytes = LoadU64(v);
+        break;
+      case kTagFlightFrom:
+        FAY_RETURN_IF_ERROR(fixed(8));
+        info->flight_from_ns = LoadU64(v);
+        break;
+      case kTagFlightTo:
+        FAY_RETURN_IF_ERROR(fixed(8));
+        info->flight_to_ns = LoadU64(v);
+        break;
+      case kTagFlightEvicted:
+        FAY_RETURN_IF_ERROR(fixed(8));
+        info->flight_evicted_syscalls = LoadU64(v);
         break;
       default:
         break;  // a field from a newer minor

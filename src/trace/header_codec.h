@@ -26,6 +26,13 @@ enum HeaderTag : uint32_t {
   kTagMaxBuffer = 12,
   kTagSyscallFilter = 13,
   kTagWriter = 14,  // the program that wrote the file, e.g. "fay 0.1.0"; informational
+  // Minor 7: a flight recorder's dump (RecordingInfo::flight_*).
+  kTagFlightReason = 15,
+  kTagFlightDump = 16,
+  kTagFlightRingBytes = 17,
+  kTagFlightFrom = 18,
+  kTagFlightTo = 19,
+  kTagFlightEvicted = 20,
 };
 
 // Returns the payload; *fields receives the number of tagged fields (the chunk's count).

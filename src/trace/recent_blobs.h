@@ -43,6 +43,12 @@ class RecentBlobs {
     return fresh;
   }
 
+  // Forgets every blob (a flight recorder's lane starting a new group, see trace/flight.h).
+  void Clear() {
+    buckets_.reset();
+    has_zero_ = false;
+  }
+
   // Asks the CPU for h's bucket: captured buffers stream through the caches between two looks
   // at one, so a look-up is a miss unless asked for ahead.
   void Prefetch(const Hash128& h) { __builtin_prefetch(&BucketOf(h), 1); }

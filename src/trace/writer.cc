@@ -42,8 +42,23 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
       (options.lanes > 1 && !options.encode_on_caller))
     return Error(Code::kInvalidArgument,
                  "trace writer: lanes must be 1, or up to 256 with encode_on_caller");
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("cannot create trace file " + path);
+  int fd;
+  if (options.flight) {
+    // Eviction frees whole chunks: smaller blob chunks let a small ring keep nearer its size.
+    options.blob_chunk_bytes = std::min<size_t>(
+        options.blob_chunk_bytes, std::max<uint64_t>(64 << 10, options.flight->ring_bytes() / 16));
+    // Nothing goes to `path` until a dump; a place that cannot take one is said now.
+    std::string probe = path + ".part";
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("cannot create flight dumps at " + path);
+    ::close(fd);
+    ::unlink(probe.c_str());
+    fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoError("opening /dev/null");
+  } else {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("cannot create trace file " + path);
+  }
   auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
   FAY_RETURN_IF_ERROR(w->WriteHeader(info));
   if (!w->opts_.encode_on_caller) w->thread_ = std::thread([p = w.get()] { p->Run(); });
@@ -55,6 +70,10 @@ Writer::Writer(Key, const std::string& path, OwnedFd fd, WriterOptions options)
   for (size_t i = 0; i < opts_.lanes; ++i)
     lanes_.push_back(std::make_unique<Lane>(opts_.zstd_level, static_cast<uint16_t>(i)));
   published_.resize(opts_.lanes + 1);
+  if (opts_.flight) {
+    ring_ = std::make_unique<FlightRing>(opts_.flight->ring_bytes());
+    dump_acks_.resize(opts_.lanes);
+  }
 }
 
 Writer::~Writer() {
@@ -62,6 +81,15 @@ Writer::~Writer() {
 }
 
 Status Writer::WriteHeader(const RecordingInfo& info) {
+  if (ring_) {
+    info_ = info;  // each dump's header starts from it
+    uint32_t fields = 0;
+    // Preamble, header chunk (with the flight fields and a reason of up to 4 KiB), the footer
+    // chunk's header and fixed part, trailer.
+    ring_->SetReserve(kPreambleSize + 2 * kChunkHeaderSize + kTrailerSize + 64 + 4096 + 128 +
+                      EncodeHeader(info, opts_.writer_name, &fields).size());
+    return Status::Ok();
+  }
   Bytes pre;
   PutRaw(pre, kFileMagic, sizeof(kFileMagic));
   PutU16(pre, kFormatMajor);
@@ -188,6 +216,7 @@ void Writer::Publish(size_t lane) {
 void Writer::FlushIfDue(Lane& l) {
   auto now = std::chrono::steady_clock::now();
   if (!failing() && l.pending_index.records > 0 && now >= l.chunk_deadline) FlushEvents(l);
+  if (ring_) return ServeDumps(l);
   // What the sink stages reaches the file at least as often, so a kill -9 loses little.
   if (failing()) return;
   Status st = Status::Ok();
@@ -393,6 +422,15 @@ void Writer::FlushEvents(Lane& l) {
   l.last_tid_added = 0;
   l.events_raw.clear();
   l.encoder.Reset();
+  if (ring_) {
+    // Between events chunks the lane may move to the ring's newest group; it then forgets its
+    // blobs, so that no later chunk references one that an eviction of this group removes.
+    uint64_t g = ring_->group();
+    if (g != l.flight_group) {
+      l.flight_group = g;
+      l.recent_blobs.Clear();
+    }
+  }
 }
 
 void Writer::FinishLane(Lane& l) {
@@ -410,6 +448,19 @@ void Writer::FinishLane(Lane& l) {
 void Writer::Finish() {
   for (auto& l : lanes_) FinishLane(*l);
   if (failing()) return;
+  if (ring_) {
+    // The recording ended: the dump on exit, if asked for, and any still pending.
+    if (opts_.flight->dump_on_exit()) opts_.flight->Request("the recording ended");
+    const uint64_t req = opts_.flight->requested();
+    bool due;
+    {
+      std::lock_guard lk(dump_mu_);
+      due = req > dumps_served_;
+      dumps_served_ = req;
+    }
+    if (due) WriteDump(req);
+    return;
+  }
   Bytes footer;
   {
     std::lock_guard lk(file_mu_);
@@ -459,6 +510,36 @@ Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw
   std::lock_guard lk(file_mu_);
   // Another lane's write failed and the file was cut back: nothing more may follow.
   if (failing()) return Error(Code::kIo, "writing " + path_ + ": recording stopped");
+  if (ring_) {
+    // Into the flight ring, with its index entry, instead of the file.
+    indexed(0, 0, h.stored_length);
+    FlightChunk c;
+    c.header = h;
+    // The compressed payload moves into the ring rather than being copied: a blob chunk is up
+    // to a sixteenth of the ring, and two of them at once would be memory the ring does not count.
+    if (l && payload == &l->scratch)
+      c.payload = std::make_shared<const Bytes>(std::move(l->scratch));
+    else
+      c.payload = std::make_shared<const Bytes>(*payload);
+    c.group = l ? l->flight_group : 0;
+    // Footer entries are varints: at most 10 bytes a number, 6 a tid delta; a blob's is its hash
+    // and two numbers.
+    if (type == ChunkType::kEvents) {
+      c.footer_bytes = 10 * 10 + 6 * footer_.events.back().tids.size();
+      c.index = std::move(footer_.events.back());
+      footer_.events.pop_back();
+      c.syscalls = syscalls;
+    } else if (type == ChunkType::kBlobs) {
+      c.footer_bytes = 6 * 10 + 36 * footer_.blobs.back().blobs.size();
+      c.index = std::move(footer_.blobs.back());
+      footer_.blobs.pop_back();
+    }
+    ring_->Add(std::move(c));
+    ++file_stats_.chunks;
+    file_stats_.bytes_raw += raw.size();
+    file_stats_.bytes_stored += payload->size();
+    return Status::Ok();
+  }
   h.seq = next_seq_;
   uint8_t hdr[kChunkHeaderSize];
   EncodeChunkHeader(h, hdr);
@@ -560,6 +641,61 @@ Status Writer::Close() {
     error_ = st;
   }
   return error_;
+}
+
+void Writer::ServeDumps(Lane& l) {
+  const uint64_t req = opts_.flight->requested();
+  if (l.dumps_seen == req || failing()) return;
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  if (now < opts_.flight->last_request_ns() + FlightControl::kSettleNs) return;
+  // The trigger's own call may sit in the chunk being built: it goes into the ring first.
+  FlushEvents(l);
+  l.dumps_seen = req;
+  uint64_t upto;
+  {
+    std::lock_guard lk(dump_mu_);
+    dump_acks_[l.stream] = req;
+    upto = *std::min_element(dump_acks_.begin(), dump_acks_.end());
+    if (upto <= dumps_served_) return;
+    dumps_served_ = upto;
+  }
+  WriteDump(upto);
+}
+
+void Writer::WriteDump(uint64_t upto) {
+  std::vector<std::string> reasons = opts_.flight->TakeReasons(upto);
+  if (reasons.empty()) return;
+  std::vector<FlightChunk> chunks = ring_->Snapshot();
+  FlightRing::Stats rs = ring_->stats();
+  RecordingInfo info = info_;
+  // Requests that came while the lanes finished their chunks share one dump.
+  info.flight_reason = reasons[0];
+  if (reasons.size() > 1) info.flight_reason += fmt::format(" (and {} more)", reasons.size() - 1);
+  info.flight_ring_bytes = opts_.flight->ring_bytes();
+  info.flight_evicted_syscalls = rs.evicted_syscalls;
+  FlightDumpResult r;
+  bool first = true;
+  for (const FlightChunk& c : chunks) {
+    const auto* e = std::get_if<EventChunkIndex>(&c.index);
+    if (!e) continue;
+    info.flight_from_ns = first ? e->first_ns : std::min(info.flight_from_ns, e->first_ns);
+    info.flight_to_ns = std::max(info.flight_to_ns, e->last_ns);
+    first = false;
+    r.syscalls += c.syscalls;
+  }
+  {
+    std::lock_guard lk(dump_mu_);
+    info.flight_dump = ++dumps_written_;
+    r.path = opts_.flight->NextPath();
+  }
+  r.reason = info.flight_reason;
+  r.from_ns = info.flight_from_ns;
+  r.to_ns = info.flight_to_ns;
+  Status st = WriteFlightDump(r.path, info, opts_.writer_name, chunks, &r.bytes);
+  if (!st.ok()) r.error = st.message();
+  opts_.flight->AddResult(std::move(r));
 }
 
 bool Writer::failed() const {

@@ -23,6 +23,7 @@
 #include "trace/event_codec.h"
 #include "trace/file_io.h"
 #include "trace/file_sink.h"
+#include "trace/flight.h"
 #include "trace/footer.h"
 #include "trace/format.h"
 #include "trace/recent_blobs.h"
@@ -50,6 +51,10 @@ struct WriterOptions {
   // chunks and keeps its own blob store; only appending a finished chunk to the file is shared.
   // A thread's events must all go through one lane, which keeps them in order.
   size_t lanes = 1;
+  // Flight recorder (`fay record --flight`): chunks go to a ring of flight->ring_bytes() in
+  // memory instead of `path`, and each dump flight asks for writes the ring as a trace of its
+  // own (trace/flight.h). Not owned; outlives the writer.
+  FlightControl* flight = nullptr;
 };
 
 struct WriterStats {
@@ -96,7 +101,8 @@ class Writer {
   bool AppendSyscalls(std::vector<SyscallEvent>* events, size_t lane = 0);
   // encode_on_caller writers only, on the encoding thread: hashes bytes and puts them in the
   // blob store now (once per distinct content), for a CapturedBuffer::stored that an event
-  // appended later carries. Spares the caller a copy of the bytes.
+  // appended later carries. Spares the caller a copy of the bytes. Not with a flight ring (see
+  // trace/flight.h): the blob could be evicted before the call that needs it.
   StoredBlob StoreBlobNow(const uint8_t* data, size_t n, size_t lane = 0);
   // With encode_on_caller: writes what is due (a chunk older than flush_interval) when no
   // event comes to do it. Otherwise nothing.
@@ -140,6 +146,8 @@ class Writer {
     uint32_t blob_skip = 0;      // blob chunks still to store without trying zstd
     uint32_t blob_skip_run = 0;  // the last such run's length (doubles while data stays random)
     RecentBlobs recent_blobs;
+    uint64_t flight_group = 1;  // flight mode: the ring's group its chunks belong to
+    uint64_t dumps_seen = 0;    // flight mode: dump requests it has finished its chunks for
     std::chrono::steady_clock::time_point chunk_deadline;
     WriterStats stats;  // the event and blob counters; the file's are in file_stats_
   };
@@ -159,6 +167,10 @@ class Writer {
   template <typename Fn>
   bool EncodeEach(size_t lane, size_t n, Fn&& encode);
   void FlushIfDue(Lane& l);
+  // Flight mode, on the lane's thread: finishes its chunks for a dump asked for since, and
+  // writes the dump once every lane has.
+  void ServeDumps(Lane& l);
+  void WriteDump(uint64_t upto);
   void StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n);
   void FlushEvents(Lane& l);
   void FlushBlobs(Lane& l);
@@ -215,6 +227,15 @@ class Writer {
     uint32_t syscalls = 0;  // of which syscalls
   };
   std::deque<StagedChunk> staged_chunks_;
+
+  // Flight mode: the ring, the header every dump starts from, and which lane has finished its
+  // chunks for which request (guarded by dump_mu_).
+  std::unique_ptr<FlightRing> ring_;
+  RecordingInfo info_;
+  std::mutex dump_mu_;
+  std::vector<uint64_t> dump_acks_;
+  uint64_t dumps_served_ = 0;
+  uint32_t dumps_written_ = 0;
   uint64_t whole_end_ = 0;
   uint32_t whole_chunks_ = 0;
   // Chunks, bytes and file size; and, after a failure, the events the file lost (subtracted

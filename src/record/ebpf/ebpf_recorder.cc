@@ -990,6 +990,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   // level costs half as much per event for a trace a few percent larger.
   wo.zstd_level = 1;
   wo.lanes = rings_;
+  wo.flight = opt_.flight;
   // Made while the loader works: this thread would otherwise only wait for it.
   auto writer = trace::Writer::Create(result_.path, info, wo);
   if (!writer.ok()) {
@@ -1021,9 +1022,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
   for (uint32_t i = 0; i < rings_; ++i) {
     auto lane = std::make_unique<Lane>();
     lane->index = i;
-    // A consumer thread is its lane's encoding thread: it may store blobs directly.
-    lane->assembler.set_blob_store(
-        [this, i](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n, i); });
+    // A consumer thread is its lane's encoding thread: it may store blobs directly. Not for a
+    // flight recorder: a blob stored ahead of its call could land in an older group of the ring
+    // than the call (trace/flight.h), and be evicted from under it.
+    if (!opt_.flight)
+      lane->assembler.set_blob_store(
+          [this, i](const uint8_t* data, size_t n) { return writer_->StoreBlobNow(data, n, i); });
     auto ring = bpf::RingConsumer::Create(maps_[RingSlot(i)]->fd(), ring_bytes_);
     if (!ring.ok()) return abandon(ring.status());
     lane->ring = std::move(ring).value();

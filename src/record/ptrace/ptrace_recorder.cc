@@ -581,7 +581,9 @@ Expected<RecordResult> PtraceRecorder::Run() {
   }
   info.anchor_monotonic_ns = Now(CLOCK_MONOTONIC);
   info.anchor_realtime_ns = Now(CLOCK_REALTIME);
-  auto writer = trace::Writer::Create(result_.path, info);
+  trace::WriterOptions wo;
+  wo.flight = opt_.flight;
+  auto writer = trace::Writer::Create(result_.path, info, wo);
   if (!writer.ok()) {
     if (spawned_) {
       // Closing the pipe makes the child exit without ever running the command.

@@ -61,6 +61,11 @@ TEST(Parser, Precedence) {
   EXPECT_EQ(Where("a % b / c * d"), "(* (/ (% a b) c) d)");
   EXPECT_EQ(Where("!a && ~b == -c"), "(&& (! a) (== (~ b) (- c)))");
   EXPECT_EQ(Where("- - a"), "(- (- a))");
+  // The words read as the symbols, at their precedence.
+  EXPECT_EQ(Where("a or b and c"), "(|| a (&& b c))");
+  EXPECT_EQ(Where("ret < 0 and errno == 13"), "(&& (< ret 0) (== errno 13))");
+  EXPECT_EQ(Where("not a and b"), "(&& (! a) b)");
+  EXPECT_EQ(Where("a not in (1, 2) or b"), "(|| (! (in a 1 2)) b)");
 }
 
 TEST(Parser, LiteralsFieldsAndCalls) {
@@ -263,10 +268,6 @@ TEST(Parser, Errors) {
             "query:1:31: ERROR: Unexpected '2' after the where stage\n"
             "syscall:read | where pid == 1 2\n                              ~\n"
             "HINT: stages are separated by '|'");
-  EXPECT_EQ(ParseError("syscall:read | where pid == 1 and tid == 2"),
-            "query:1:31-33: ERROR: Unexpected 'and' after the where stage\n"
-            "syscall:read | where pid == 1 and tid == 2\n                              ~~~\n"
-            "HINT: use '&&' for a logical and");
   EXPECT_EQ(ParseError("syscall:read |"),
             "query:1:15: ERROR: Expected a stage after '|'\nsyscall:read |\n              ~\n"
             "HINT: stages: where EXPR, sample P% or 1/N, select EXPR, ..., top N, every DURATION, "

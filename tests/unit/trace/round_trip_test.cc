@@ -44,7 +44,7 @@ TEST(RoundTripTest, HeaderComesBackExactly) {
   ExpectSameInfo(got, want);
   EXPECT_EQ(r->writer(), "fay");
   EXPECT_EQ(r->version_major(), 1);
-  EXPECT_EQ(r->version_minor(), 6);  // minor 6: the signal record
+  EXPECT_EQ(r->version_minor(), 7);  // minor 7: a flight dump's header fields
   EXPECT_TRUE(r->has_footer());
   EXPECT_FALSE(r->truncated());
   Status st;
