@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/core.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -44,8 +45,8 @@ struct QueryOptions {
   uint32_t max_keys = 10240;
   bool verbose = false;
   // Offline: a recorded trace instead of the live kernel.
-  std::string input;
-  std::string from, to;  // offsets from the start of the recording: "1.5s", "200ms"
+  std::vector<std::string> input;  // -i: traces or glob patterns, one or more
+  std::string from, to;            // offsets from the start of the recording: "1.5s", "200ms"
   unsigned threads = 0;
   // Across hosts (src/cluster): the agents, the tree's fanout, each window's grace.
   std::string hosts, hosts_file;
@@ -125,18 +126,53 @@ Expected<uint64_t> ParseOffset(const std::string& flag, const std::string& text)
                            flag, text, flag));
 }
 
+// -i's traces in the order given, each glob expanded in name order. A pattern that matches
+// nothing, or the same trace twice, is an error: counts would silently miss or double it.
+Expected<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> out;
+  for (const std::string& in : inputs) {
+    if (in.find_first_of("*?[") == std::string::npos) {
+      out.push_back(in);
+      continue;
+    }
+    glob_t g{};
+    int rc = ::glob(in.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc != 0) globfree(&g);
+    if (rc == GLOB_NOMATCH)
+      return Error(Code::kNotFound, fmt::format("-i '{}': no trace matches it", in));
+    if (rc != 0) return Error(Code::kIo, fmt::format("-i '{}': cannot list its directory", in));
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  std::vector<std::string> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end())
+    return Error(Code::kInvalidArgument,
+                 fmt::format("-i: {} is given twice: its events would count twice", *d));
+  return out;
+}
+
 int RunTraceQuery(const QueryOptions& opt) {
   if (opt.format != "text" && opt.format != "json")
     return Fail(Error(Code::kInvalidArgument, "--format must be text or json"));
   if (!opt.command.empty() || opt.pid)
     return Fail(Error(Code::kInvalidArgument,
                       "-c and -p select live processes; they cannot be combined with -i"));
-  // The trace is opened first: a bad file is reported before any query error.
-  auto reader = trace::Reader::Open(opt.input);
-  if (!reader.ok()) return Fail(reader.status());
-  const uint64_t start = reader->info().anchor_monotonic_ns;
+  auto paths = ExpandInputs(opt.input);
+  if (!paths.ok()) return Fail(paths.status());
+  // The traces are opened first: a bad file is reported before any query error.
+  std::vector<trace::Reader> readers;
+  for (const std::string& p : *paths) {
+    auto reader = trace::Reader::Open(p);
+    if (!reader.ok()) return Fail(reader.status());
+    readers.push_back(std::move(reader).value());
+  }
+  const bool many = paths->size() > 1;
+  // With several traces, --from and --to count from each one's own start.
+  const uint64_t start = many ? 0 : readers[0].info().anchor_monotonic_ns;
   TraceQueryOptions topt;
   topt.threads = opt.threads;
+  topt.relative_range = many;
   if (!opt.from.empty()) {
     auto v = ParseOffset("--from", opt.from);
     if (!v.ok()) return Fail(v.status());
@@ -166,7 +202,7 @@ int RunTraceQuery(const QueryOptions& opt) {
   std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
       opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
   TraceQueryStats stats;
-  Status st = fay::RunTraceQuery(*plan, opt.input, topt, *sink, &stats);
+  Status st = fay::RunTracesQuery(*plan, *paths, topt, *sink, &stats);
   sink->Flush();
   fflush(stdout);
   PrintSummary(stderr, stats.run, stats.seconds);
@@ -183,11 +219,13 @@ int RunTraceQuery(const QueryOptions& opt) {
   if (!st.ok()) return Fail(st);
   // Counts over part of a recording look like counts over all of it: say so, as every command
   // reading a trace does, and exit as they do.
-  if (reader->truncated()) {
-    fmt::print(stderr, "fay query: {}\n", reader->TruncationNotice());
-    return trace::kIncompleteExit;
+  bool truncated = false;
+  for (const trace::Reader& r : readers) {
+    if (!r.truncated()) continue;
+    fmt::print(stderr, "fay query: {}\n", r.TruncationNotice());
+    truncated = true;
   }
-  return 0;
+  return truncated ? trace::kIncompleteExit : 0;
 }
 
 int RunHostsQuery(const QueryOptions& opt) {
@@ -500,7 +538,11 @@ Runner RegisterQuery(CLI::App& app) {
                   "process where they can, docs/INPROCESS.md), inprocess or kernel");
   cmd->add_flag("-v,--verbose", opt->verbose,
                 "report compile, load and attach times (with -i: events read per second)");
-  cmd->add_option("-i,--input", opt->input, "query a recorded trace (fay record) instead");
+  cmd->add_option("-i,--input", opt->input,
+                  "query recorded traces (fay record) instead; repeat it or give a glob "
+                  "('runs/*.fay') to query many as one, with `trace` and `host` as fields")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--from", opt->from, "with -i: start at this offset into the recording (1.5s)");
   cmd->add_option("--to", opt->to, "with -i: stop at this offset into the recording");
   cmd->add_option("--threads", opt->threads, "with -i: reader threads (default: one per CPU)");

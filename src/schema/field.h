@@ -64,6 +64,8 @@ enum class FieldSource {
   // Recorded syscalls only (fay query -i): what the trace holds beyond the live probe.
   kBytes,  // captured buffer bytes of the call, summed over its buffers
   kPath,   // string: the path an fd-based call's descriptor names, from the reader's fd table
+  kTrace,  // string: the trace file the event is from (fay query -i A -i B ...)
+  kHost,   // string: the host that recorded it (the trace header's uname nodename)
 };
 
 struct Field {

@@ -234,6 +234,8 @@ void GenFieldOf(Gen& g, const Field& f, int probe) {
       return;
     case FieldSource::kBytes:
     case FieldSource::kPath:
+    case FieldSource::kTrace:
+    case FieldSource::kHost:
       // Only trace-file probes publish these; a live probe never resolves them.
       g.Fail(fmt::format("internal: field {} exists only in recorded traces", f.name));
       return;

@@ -127,6 +127,14 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
   return out;
 }
 
+void EventBuilder::SetOrigin(std::string_view trace, std::string_view host) {
+  for (PerProbe& pp : probes_)
+    for (const Need& n : pp.needs) {
+      if (n.source == FieldSource::kTrace) pp.event.values[n.index] = Value(std::string(trace));
+      if (n.source == FieldSource::kHost) pp.event.values[n.index] = Value(std::string(host));
+    }
+}
+
 const Event& EventBuilder::BuildSignal(const ProcessEvent& ev, uint32_t uid,
                                        std::string_view comm) {
   PerProbe& pp = probes_[signal_probe_];
@@ -156,6 +164,9 @@ const Event& EventBuilder::BuildSignal(const ProcessEvent& ev, uint32_t uid,
       case FieldSource::kCtx:
         v = int64_t{ctx[std::clamp(n.arg, 0, 2)]};
         break;
+      case FieldSource::kTrace:
+      case FieldSource::kHost:
+        break;  // set by SetOrigin
       default:  // cpu: unknown, reported as 0 as for the ptrace backend's calls
         v = int64_t{0};
         break;

@@ -34,6 +34,10 @@ class EventBuilder {
   // the fd table says (ignored unless the plan reads it). Valid until the next Build.
   const Event& Build(const SyscallEvent& ev, std::string_view path);
 
+  // The trace the events come from and its host: the `trace` and `host` fields, constant over
+  // a trace, so set once rather than per event.
+  void SetOrigin(std::string_view trace, std::string_view host);
+
   // The plan's probe of the signals delivered (tracepoint:signal:signal_deliver), or -1.
   int signal_probe() const { return signal_probe_; }
   // The event for a signal record; `uid` and `comm` are its thread's, from its calls before.

@@ -13,6 +13,15 @@ void TraceCatalog::AddTraceFields(ProbeInfo& probe) {
       {"bytes", Type::Int(false), FieldSource::kBytes, 0, 8, 0, "u64 captured bytes"});
   probe.fields.push_back(
       {"path", Type::Str(kPathLen), FieldSource::kPath, 0, kPathLen, 0, "char[128] fd path"});
+  AddOriginFields(probe);
+}
+
+void TraceCatalog::AddOriginFields(ProbeInfo& probe) {
+  // Constant over a trace: which one, from which machine. Keys of a query over many traces.
+  probe.fields.push_back(
+      {"trace", Type::Str(kPathLen), FieldSource::kTrace, 0, kPathLen, 0, "char[128] trace file"});
+  probe.fields.push_back(
+      {"host", Type::Str(64), FieldSource::kHost, 0, 64, 0, "char[64] recording host"});
 }
 
 ProbeInfo TraceCatalog::SignalProbe() {
@@ -22,6 +31,7 @@ ProbeInfo TraceCatalog::SignalProbe() {
   p.tp_category = "signal";
   p.tp_name = "signal_deliver";
   p.fields = CommonFields();
+  AddOriginFields(p);
   // As the live tracepoint's format names them; index 0, 1, 2: (signo, errno, code).
   for (const char* prefix : {"", "args."}) {
     int index = 0;

@@ -23,6 +23,8 @@ class TraceCatalog : public ProbeCatalog {
   // kSignalDeliver (its sig, errno and code; the trace has no sigaction fields). Any other
   // provider is kInvalidArgument, which the resolve pass points at with a caret.
   Expected<std::vector<ProbeInfo>> Resolve(const std::string& spec) override;
+  // `trace` and `host`, which every probe of a recording has.
+  static void AddOriginFields(ProbeInfo& probe);
   std::vector<std::string> Nearest(const std::string& spec, size_t n) override;
 
   // Appends `bytes` and `path` to a live syscall probe's fields.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -55,7 +56,10 @@ Status RunParallel(const Plan& plan, const std::string& path, const TraceQueryOp
                    TraceQueryStats* stats) {
   const RecordingInfo first_info = first.info();
   std::vector<std::unique_ptr<Worker>> workers;
-  for (unsigned i = 0; i < threads; ++i) workers.push_back(std::make_unique<Worker>(plan));
+  for (unsigned i = 0; i < threads; ++i) {
+    workers.push_back(std::make_unique<Worker>(plan));
+    workers.back()->builder.SetOrigin(opt.trace_name, first_info.host);
+  }
   auto run = [&](unsigned k) {
     Worker& w = *workers[k];
     const double cpu0 = ThreadCpuSeconds();
@@ -162,10 +166,18 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   FAY_ASSIGN_OR_RETURN(trace::Reader reader, trace::Reader::Open(path));
   const RecordingInfo info = reader.info();
   TraceQueryOptions o = opt;
+  if (o.trace_name.empty()) o.trace_name = path;
+  if (o.relative_range) {
+    // Offsets from this trace's own start.
+    o.relative_range = false;
+    o.from_ns = o.from_ns ? info.anchor_monotonic_ns + o.from_ns : 0;
+    if (o.to_ns != std::numeric_limits<uint64_t>::max()) o.to_ns += info.anchor_monotonic_ns;
+  }
   // `for D` keeps the first D of the recording.
   if (plan.for_ns) o.to_ns = std::min(o.to_ns, info.anchor_monotonic_ns + plan.for_ns);
 
   EventBuilder builder(plan);
+  builder.SetOrigin(o.trace_name, info.host);
   unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   size_t event_chunks = 0;
   for (const trace::ChunkRef& c : reader.chunks())
@@ -177,6 +189,7 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   bool state_paths = false, state_bytes = false, state_signals = false;
   for (const auto& sp : plan.states) {
     state_builders.push_back(std::make_unique<EventBuilder>(*sp));
+    state_builders.back()->SetOrigin(o.trace_name, info.host);
     state_paths |= state_builders.back()->needs_paths();
     state_bytes |= state_builders.back()->needs_bytes();
     state_signals |= state_builders.back()->signal_probe() >= 0;
@@ -287,5 +300,157 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
 }
 
 }  // namespace
+
+namespace {
+
+// One trace's results, kept to be merged with the others' rather than printed.
+class CollectSink : public OutputSink {
+ public:
+  void Window(const Plan& plan, const ResultSet& rs) override { windows.emplace_back(&plan, rs); }
+  void SelectRow(const Plan&, const std::vector<Value>&, uint64_t) override {}
+  std::vector<std::pair<const Plan*, ResultSet>> windows;
+};
+
+// A key tuple as bytes, to find a row across traces (offline keys are ints and strings).
+std::string EncodeRowKeys(const std::vector<Value>& keys) {
+  std::string out;
+  for (const Value& v : keys) {
+    if (const auto* i = std::get_if<int64_t>(&v)) {
+      out += 'i';
+      out.append(reinterpret_cast<const char*>(i), sizeof *i);
+    } else if (const auto* str = std::get_if<std::string>(&v)) {
+      out += 's';
+      uint64_t n = str->size();
+      out.append(reinterpret_cast<const char*>(&n), sizeof n);
+      out += *str;
+    }
+  }
+  return out;
+}
+
+bool KeysLess(const std::vector<Value>& a, const std::vector<Value>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const auto* ai = std::get_if<int64_t>(&a[i]);
+    const auto* bi = std::get_if<int64_t>(&b[i]);
+    if (ai && bi) {
+      if (*ai != *bi) return *ai < *bi;
+      continue;
+    }
+    const auto* as = std::get_if<std::string>(&a[i]);
+    const auto* bs = std::get_if<std::string>(&b[i]);
+    if (as && bs && *as != *bs) return *as < *bs;
+  }
+  return a.size() < b.size();
+}
+
+// Folds `from` into `into`, key by key, with the exact merge of each aggregate.
+void MergeResults(ResultSet& into, const ResultSet& from) {
+  std::unordered_map<std::string, size_t> at;
+  for (size_t i = 0; i < into.rows.size(); ++i) at.emplace(EncodeRowKeys(into.rows[i].keys), i);
+  for (const Row& row : from.rows) {
+    auto [it, fresh] = at.emplace(EncodeRowKeys(row.keys), into.rows.size());
+    if (fresh) {
+      into.rows.push_back(row);
+      continue;
+    }
+    Row& mine = into.rows[it->second];
+    for (size_t a = 0; a < mine.aggs.size() && a < row.aggs.size(); ++a)
+      mine.aggs[a].Merge(row.aggs[a]);
+  }
+  into.window_end_ns = std::max(into.window_end_ns, from.window_end_ns);
+}
+
+void AddStats(TraceQueryStats* to, const TraceQueryStats& s) {
+  RunStats& r = to->run;
+  r.events_seen += s.run.events_seen;
+  r.events_matched += s.run.events_matched;
+  r.dropped += s.run.dropped;
+  r.map_full += s.run.map_full;
+  r.read_errors += s.run.read_errors;
+  r.map_busy += s.run.map_busy;
+  r.map_errors += s.run.map_errors;
+  r.no_entry += s.run.no_entry;
+  r.state_full += s.run.state_full;
+  r.no_state += s.run.no_state;
+  to->events_read += s.events_read;
+  to->chunks_skipped += s.chunks_skipped;
+  to->cpu_seconds += s.cpu_seconds;
+}
+
+}  // namespace
+
+Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
+                      const TraceQueryOptions& opt, OutputSink& sink, TraceQueryStats* stats) {
+  auto t0 = std::chrono::steady_clock::now();
+  *stats = TraceQueryStats{};
+  if (paths.size() == 1 && !opt.relative_range)
+    return RunTraceQuery(plan, paths[0], opt, sink, stats);
+  if (plan.every_ns && paths.size() > 1)
+    return Error(Code::kInvalidArgument,
+                 "every over several traces: each has its own clock, so their windows do not "
+                 "line up; query them one by one, or drop every and key by trace");
+  Status first_error;
+  // Rows stream to the sink trace after trace, in the order given.
+  if (plan.mode == PlanMode::kSelect) {
+    for (const std::string& p : paths) {
+      TraceQueryStats one;
+      TraceQueryOptions o = opt;
+      o.trace_name = p;
+      Status st = RunTraceQuery(plan, p, o, sink, &one);
+      AddStats(stats, one);
+      if (!st.ok() && first_error.ok()) first_error = st;
+    }
+    stats->seconds = Since(t0);
+    return first_error;
+  }
+  // Aggregates: every trace into a sink of its own, in parallel, then merged in path order so
+  // that the answer does not depend on which trace finished first.
+  const unsigned cpus =
+      opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned workers = static_cast<unsigned>(std::min<size_t>(cpus, paths.size()));
+  TraceQueryOptions per = opt;
+  per.threads = std::max(1u, cpus / workers);
+  struct One {
+    CollectSink sink;
+    TraceQueryStats stats;
+    Status status;
+  };
+  std::vector<One> results(paths.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      TraceQueryOptions o = per;
+      o.trace_name = paths[i];
+      results[i].status = RunTraceQuery(plan, paths[i], o, results[i].sink, &results[i].stats);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned k = 1; k < workers; ++k) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<std::pair<const Plan*, ResultSet>> merged;
+  for (size_t i = 0; i < results.size(); ++i) {
+    One& r = results[i];
+    AddStats(stats, r.stats);
+    if (!r.status.ok() && first_error.ok())
+      first_error = Status(r.status.code(), paths[i] + ": " + r.status.message());
+    // A trace that failed before its first table has nothing to add; one cut short by damage
+    // adds what it read before it, as a single trace does.
+    for (size_t w = 0; w < r.sink.windows.size(); ++w) {
+      if (w >= merged.size())
+        merged.push_back(std::move(r.sink.windows[w]));
+      else
+        MergeResults(merged[w].second, r.sink.windows[w].second);
+    }
+  }
+  for (auto& [p, rs] : merged) {
+    std::sort(rs.rows.begin(), rs.rows.end(),
+              [](const Row& a, const Row& b) { return KeysLess(a.keys, b.keys); });
+    sink.Window(*p, rs);
+  }
+  stats->threads = workers;
+  stats->seconds = Since(t0);
+  return first_error;
+}
 
 }  // namespace fay

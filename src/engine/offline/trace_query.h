@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "engine/output/sink.h"
@@ -22,6 +23,10 @@ struct TraceQueryOptions {
   uint64_t from_ns = 0;
   uint64_t to_ns = std::numeric_limits<uint64_t>::max();
   unsigned threads = 0;  // 0: one per online CPU
+  // from_ns and to_ns are offsets from each trace's start (its clock anchor), not instants:
+  // for several traces, each with its own clock.
+  bool relative_range = false;
+  std::string trace_name;  // the `trace` field (empty: the path)
 };
 
 struct TraceQueryStats {
@@ -39,5 +44,13 @@ struct TraceQueryStats {
 // events before it are still aggregated and printed, then the damage is returned.
 Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQueryOptions& options,
                      OutputSink& sink, TraceQueryStats* stats);
+
+// The plan over several traces as over one (`fay query -i A -i B`): aggregates are merged key by
+// key with the exact AggState merge, as the cluster merges hosts; `select` rows come trace after
+// trace, in the order given. Traces are read in parallel, up to options.threads at a time. Each
+// trace's `trace` field is its path as given. Damage in one trace is returned after the others
+// were read and the merged result printed.
+Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
+                      const TraceQueryOptions& options, OutputSink& sink, TraceQueryStats* stats);
 
 }  // namespace fay
