@@ -137,13 +137,32 @@ struct TablesStage {
   std::vector<TableItem> tables;
 };
 
-using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
-                           EveryStage, ForStage, RememberStage, FormatStage, TablesStage>;
+// `cluster K by KEY` after an aggregate with KEY and other keys: the values of KEY (hosts,
+// traces, processes) in K groups by the shape of their rows, their mix over the other keys
+// (engine/kmeans.h). Printed instead of the rows.
+struct ClusterStage {
+  int64_t k = 0;
+  std::string by;  // one of the aggregate's key names
+  SourceRange by_range;
+};
+
+// `when COND` after an aggregate: only the rows whose output columns (keys and aggregates, by
+// their names) meet COND print, and a window with none is not printed (SQL's HAVING).
+struct WhenStage {
+  ExprPtr cond;
+};
+
+using Stage =
+    std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage, EveryStage,
+                 ForStage, RememberStage, FormatStage, TablesStage, ClusterStage, WhenStage>;
 
 struct StageNode {
   Stage stage;
   SourceRange range;  // the stage keyword through its last token
 };
+
+// A trigger without `for` stays set for as long as the query runs: a century.
+inline constexpr uint64_t kTriggerForever = 100ull * 365 * 24 * 3600 * 1'000'000'000;
 
 // State pipelines in one query: each has a map of its own in the probe.
 inline constexpr size_t kMaxStates = 4;

@@ -40,8 +40,9 @@ const AggDesc& Desc(AggFunc f) {
 
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
-      "where", "sample", "select", "top",   "every",    "for",      "count",    "sum",   "min",
-      "max",   "avg",    "hist",   "lhist", "quantile", "distinct", "remember", "format"};
+      "where",    "sample",   "select", "top",     "every", "for",     "count",
+      "sum",      "min",      "max",    "avg",     "hist",  "lhist",   "quantile",
+      "distinct", "remember", "format", "cluster", "when",  "trigger", "after"};
   return words;
 }
 
@@ -259,6 +260,27 @@ class Parser {
       FAY_RETURN_IF_ERROR(ParseRemember(&s));
       node->stage = std::move(s);
       expr_stage = true;
+    } else if (word == "cluster") {
+      FAY_RETURN_IF_ERROR(Advance());
+      ClusterStage s;
+      FAY_RETURN_IF_ERROR(ParseCluster(&s));
+      node->stage = std::move(s);
+    } else if (word == "when") {
+      FAY_RETURN_IF_ERROR(Advance());
+      WhenStage s;
+      FAY_ASSIGN_OR_RETURN(s.cond, ParseExpr());
+      node->stage = std::move(s);
+      expr_stage = true;
+    } else if (word == "trigger") {
+      FAY_RETURN_IF_ERROR(Advance());
+      RememberStage s;
+      FAY_RETURN_IF_ERROR(ParseTrigger(&s));
+      node->stage = std::move(s);
+    } else if (word == "after") {
+      FAY_RETURN_IF_ERROR(Advance());
+      WhereStage s;
+      FAY_ASSIGN_OR_RETURN(s.cond, ParseAfter());
+      node->stage = std::move(s);
     } else if (AggFuncFromName(word, &func)) {
       what = "aggregate";
       AggregateStage s;
@@ -350,6 +372,78 @@ class Parser {
       FAY_ASSIGN_OR_RETURN(s->ttl_ns, ParseDuration("for"));
     }
     return Status::Ok();
+  }
+
+  // `cluster K by KEY`: KEY is kept as text, the name of one of the aggregate's keys.
+  Status ParseCluster(ClusterStage* s) {
+    const char* hint = "e.g. syscall:* | count() by host, probe | cluster 3 by host";
+    if (cur_.kind != TokKind::kInt || cur_.int_value < 1 || cur_.int_value > 64)
+      return Fail(cur_,
+                  fmt::format("Expected a number of groups (1 to 64) after 'cluster', found {}",
+                              Describe(cur_)),
+                  hint);
+    s->k = cur_.int_value;
+    FAY_RETURN_IF_ERROR(Advance());
+    if (!cur_.IsWord("by"))
+      return Fail(cur_,
+                  fmt::format("Expected 'by' after 'cluster {}', found {}", s->k, Describe(cur_)),
+                  hint);
+    FAY_RETURN_IF_ERROR(Advance());
+    FAY_ASSIGN_OR_RETURN(ExprPtr key, ParseExpr());
+    s->by = key->text;
+    s->by_range = key->range;
+    return Status::Ok();
+  }
+
+  // An expression the parser writes for sugar, placed at `at` for errors.
+  static ExprPtr Synth(ExprKind kind, const Token& at, std::string text, int64_t value = 0) {
+    auto e = std::make_unique<Expr>();
+    e->kind = kind;
+    e->range = at.range;
+    e->text = std::move(text);
+    e->int_value = value;
+    return e;
+  }
+
+  // `trigger NAME [for D]` ends a state pipeline: `remember 1 as NAME by 0`, kept for D, or for
+  // good without `for`. A later `after NAME` lets events through once it fired.
+  Status ParseTrigger(RememberStage* s) {
+    const char* hint = "e.g. syscall:fsync | trigger synced; syscall:read | after synced | count()";
+    if (cur_.kind != TokKind::kIdent)
+      return Fail(cur_, fmt::format("Expected a name after 'trigger', found {}", Describe(cur_)),
+                  hint);
+    Token name = cur_;
+    s->name = name.text;
+    s->name_range = name.range;
+    s->value = Synth(ExprKind::kInt, name, "1", 1);
+    s->keys.push_back(Synth(ExprKind::kInt, name, "0", 0));
+    s->ttl_ns = kTriggerForever;
+    FAY_RETURN_IF_ERROR(Advance());
+    if (cur_.IsWord("for")) {
+      FAY_RETURN_IF_ERROR(Advance());
+      FAY_ASSIGN_OR_RETURN(s->ttl_ns, ParseDuration("for"));
+    }
+    return Status::Ok();
+  }
+
+  // `after NAME`: `where NAME[0] == 1`, the trigger's value read without taking it.
+  Expected<ExprPtr> ParseAfter() {
+    if (cur_.kind != TokKind::kIdent)
+      return Fail(cur_,
+                  fmt::format("Expected a trigger's name after 'after', found {}", Describe(cur_)),
+                  "e.g. syscall:fsync | trigger synced; syscall:read | after synced | count()");
+    Token name = cur_;
+    FAY_RETURN_IF_ERROR(Advance());
+    auto read = Synth(ExprKind::kState, name, name.text + "[0]");
+    read->name = name.text;
+    read->kids.push_back(Synth(ExprKind::kInt, name, "0", 0));
+    read->height = 2;
+    auto cond = Synth(ExprKind::kBinary, name, name.text + "[0] == 1");
+    cond->op = "==";
+    cond->kids.push_back(std::move(read));
+    cond->kids.push_back(Synth(ExprKind::kInt, name, "1", 1));
+    cond->height = 3;
+    return cond;
   }
 
   Expected<uint64_t> ParseDuration(const std::string& stage) {

@@ -98,12 +98,19 @@ struct Plan {
   const Expr* remember_value = nullptr;
   std::string remember_name;
   uint64_t remember_ttl_ns = 0;
+  // kRemember of system calls that reads ret or errno: runs at their return, with no entry.
+  bool remember_at_exit = false;
 
   // --- machine part
   int64_t top_n = 0;      // 0: all rows
   uint64_t every_ns = 0;  // 0: one window, printed at the end
   uint64_t for_ns = 0;    // 0: until Ctrl-C or the traced command exits
   std::string format;     // kSelect: the text layout of a row (query/row_format.h); "" for columns
+  // Output stages, applied to each window's rows (engine/output/row_stages.h): `when COND` on
+  // the output columns, and `cluster K by KEY` (cluster_key: its place among the keys).
+  const Expr* when = nullptr;
+  int64_t cluster_k = 0;
+  int cluster_key = -1;
 };
 
 // Calls fn on every node of every expression the plan's probe part evaluates: the predicate,

@@ -89,6 +89,34 @@ bool UsesExitFields(const Plan& plan) {
   return uses;
 }
 
+// A state pipeline of system calls that reads ret or errno runs where the calls return (raw
+// sys_exit), with no entry program: it remembers nothing the entry knows, so it must not read
+// the arguments, gone by then.
+Status RememberAtExit(Plan& sp) {
+  const Field* arg = FindPlanField(sp, [](FieldSource s) {
+    return s == FieldSource::kCtx || s == FieldSource::kDataLoc || s == FieldSource::kUserBtf ||
+           s == FieldSource::kUprobeArg || s == FieldSource::kLatency;
+  });
+  bool syscalls = std::all_of(sp.probes.begin(), sp.probes.end(),
+                              [](const ProbeInfo& p) { return p.kind == ProbeKind::kSyscall; });
+  if (!syscalls || (arg && arg->source == FieldSource::kUprobeArg))
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the state pipeline of '{}' reads a uretprobe's arguments, which "
+                             "are gone at the return: remember them at the uprobe instead",
+                             sp.remember_name));
+  if (arg || !sp.entry_strings.empty())
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the state pipeline of '{}' reads ret or errno, so it runs where "
+                             "the call returns, and {} is gone by then: remember it in a "
+                             "pipeline of its own",
+                             sp.remember_name, arg ? arg->name : "a string argument"));
+  sp.needs_exit = false;
+  sp.remember_at_exit = true;
+  std::erase_if(sp.attachments, [](const Attachment& a) { return a.role == ProgRole::kEntry; });
+  for (Attachment& a : sp.attachments) a.is_exit = true;
+  return Status::Ok();
+}
+
 bool UsesLatency(const Plan& plan) {
   bool uses = false;
   auto check = [&](const Expr& e) {
@@ -308,11 +336,7 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   for (size_t i = 0; i < query->states.size(); ++i) {
     FAY_ASSIGN_OR_RETURN(Plan sp,
                          BuildPlan(query->states[i], std::move(state_probes[i]), state_options));
-    if (sp.needs_exit)
-      return Error(Code::kInvalidArgument,
-                   fmt::format("the state pipeline of '{}' reads a uretprobe's arguments, which "
-                               "are gone at the return: remember them at the uprobe instead",
-                               sp.remember_name));
+    if (sp.needs_exit) FAY_RETURN_IF_ERROR(RememberAtExit(sp));
     for (Attachment& a : sp.attachments) {
       a.role = ProgRole::kRemember;
       a.state = static_cast<int>(i);
@@ -359,6 +383,12 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (auto* e = std::get_if<EveryStage>(&node.stage)) plan.every_ns = e->ns;
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
     if (auto* f = std::get_if<FormatStage>(&node.stage)) plan.format = f->fmt;
+    if (auto* w = std::get_if<WhenStage>(&node.stage)) plan.when = w->cond.get();
+    if (auto* c = std::get_if<ClusterStage>(&node.stage)) {
+      plan.cluster_k = c->k;
+      for (size_t i = 0; agg && i < agg->keys.size(); ++i)
+        if (agg->keys[i].name == c->by) plan.cluster_key = static_cast<int>(i);
+    }
   }
 
   // Several where stages are one conjunction. The planner owns the query, so it moves the

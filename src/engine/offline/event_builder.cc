@@ -23,7 +23,7 @@ int64_t ArgValue(const Field& f, uint64_t raw) {
                           : static_cast<int64_t>(low);
 }
 
-EventBuilder::EventBuilder(const Plan& plan) : at_exit_(plan.needs_exit) {
+EventBuilder::EventBuilder(const Plan& plan) : at_exit_(plan.needs_exit || plan.remember_at_exit) {
   probes_.resize(plan.probes.size());
   for (size_t p = 0; p < plan.probes.size(); ++p) {
     const ProbeInfo& probe = plan.probes[p];

@@ -245,9 +245,10 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   const bool signals = builder.signal_probe() >= 0 || state_signals;
   // A state pipeline remembers at a call's entry, as its probe does; the query reads at the
   // entry, or at the exit when it needs one, so a call both remembers and reads in that order.
-  auto remember = [&](const SyscallEvent& ev, std::string_view p) {
+  // One that reads ret or errno remembers at the exit, after the query's read of that call.
+  auto remember = [&](const SyscallEvent& ev, std::string_view p, bool at_exit) {
     for (size_t i = 0; i < state_builders.size(); ++i)
-      if (state_builders[i]->ProbeOf(ev.nr) >= 0)
+      if (plan.states[i]->remember_at_exit == at_exit && state_builders[i]->ProbeOf(ev.nr) >= 0)
         interp.Remember(i, state_builders[i]->Build(ev, p));
   };
   auto on_syscall = [&](const SyscallEvent& ev) {
@@ -256,10 +257,11 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
     if (!InRange(ev, o.from_ns, o.to_ns)) return;
     ++stats->events_read;
     close_windows_before(ev.entry_ns);
-    if (plan.needs_exit) remember(ev, p);
+    if (plan.needs_exit) remember(ev, p, false);
     if (builder.ProbeOf(ev.nr) >= 0)
       run(builder.Build(ev, p), ev.entry_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
-    if (!plan.needs_exit) remember(ev, p);
+    if (!plan.needs_exit) remember(ev, p, false);
+    remember(ev, p, true);
   };
   auto on_process = [&](const ProcessEvent& ev) {
     paths.OnProcess(ev);

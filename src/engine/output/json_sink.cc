@@ -5,6 +5,7 @@
 
 #include "engine/output/format.h"
 #include "engine/output/hist_bars.h"
+#include "engine/output/row_stages.h"
 #include "engine/output/sink.h"
 
 namespace fay {
@@ -58,7 +59,11 @@ class JsonSink : public OutputSink {
  public:
   explicit JsonSink(FILE* out) : out_(out) {}
 
-  void Window(const Plan& plan, const ResultSet& rs) override {
+  void Window(const Plan& plan, const ResultSet& all) override {
+    ResultSet kept;
+    if (plan.when) kept = ApplyWhen(plan, all);
+    const ResultSet& rs = plan.when ? kept : all;
+    if (plan.cluster_k > 0) return ClusterRows(plan, rs);
     std::vector<size_t> order = RowOrder(plan, rs);
     // A cluster window with no rows still says which hosts it covers.
     if (order.empty() && rs.coverage) {
@@ -100,6 +105,30 @@ class JsonSink : public OutputSink {
   void Flush() override { fflush(out_); }
 
  private:
+  // `cluster K by KEY`: a row per group.
+  void ClusterRows(const Plan& plan, const ResultSet& rs) {
+    auto groups = ClusterWindow(plan, rs);
+    if (!groups.ok()) return;
+    for (size_t g = 0; g < groups->groups.size(); ++g) {
+      const ClusterGroup& grp = groups->groups[g];
+      Json o = Json::object();
+      o["group"] = g + 1;
+      o["size"] = grp.members.size();
+      o["members"] = grp.members;
+      Json apart = Json::array();
+      for (const ClusterGroup::Distinct& d : grp.distinct)
+        apart.push_back(
+            {{"feature", d.feature}, {"share", d.group_share}, {"all_share", d.all_share}});
+      o["distinct"] = std::move(apart);
+      o["window"] = rs.window_end_ns;
+      if (rs.coverage) {
+        o["hosts_answered"] = rs.coverage->answered;
+        o["hosts_expected"] = rs.coverage->expected;
+      }
+      Write(o);
+    }
+  }
+
   void Write(const Json& o) {
     // Kernel strings are arbitrary bytes: invalid UTF-8 becomes U+FFFD rather than bad JSON.
     std::string line = o.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -9,6 +9,7 @@
 
 #include "engine/output/format.h"
 #include "engine/output/hist_bars.h"
+#include "engine/output/row_stages.h"
 #include "engine/output/sink.h"
 #include "query/row_format.h"
 
@@ -43,19 +44,67 @@ std::string FormatLine(const std::vector<std::string>& cells, const std::vector<
   return line + "\n";
 }
 
+// `cluster K by KEY`: one line per group, its members and the features that set it apart.
+std::string ClusterText(const Plan& plan, const ResultSet& rs) {
+  auto groups = ClusterWindow(plan, rs);
+  if (!groups.ok()) return fmt::format("({})\n", groups.status().message());
+  std::vector<std::string> head = {"group", "size", plan.keys[plan.cluster_key].name,
+                                   "sets it apart (share in the group, share in all)"};
+  std::vector<std::vector<std::string>> lines;
+  for (size_t g = 0; g < groups->groups.size(); ++g) {
+    const ClusterGroup& grp = groups->groups[g];
+    std::string members;
+    for (size_t m = 0; m < grp.members.size() && m < 20; ++m)
+      members += (m ? ", " : "") + grp.members[m];
+    if (grp.members.size() > 20) members += fmt::format(", and {} more", grp.members.size() - 20);
+    std::string apart;
+    // Small shares keep a decimal: "0%" beside a feature that sets a group apart says nothing.
+    auto pct = [](double share) {
+      return 100 * share >= 10 ? fmt::format("{:.0f}%", 100 * share)
+                               : fmt::format("{:.1f}%", 100 * share);
+    };
+    for (const ClusterGroup::Distinct& d : grp.distinct)
+      apart += fmt::format("{}{} {} ({})", apart.empty() ? "" : ", ", d.feature, pct(d.group_share),
+                           pct(d.all_share));
+    lines.push_back({std::to_string(g + 1), std::to_string(grp.members.size()), members,
+                     apart.empty() ? "-" : apart});
+  }
+  std::vector<size_t> widths(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    widths[i] = head[i].size();
+    for (const auto& l : lines) widths[i] = std::max(widths[i], l[i].size());
+  }
+  widths.back() = 0;  // the last column is not padded
+  std::vector<bool> left = {false, false, true, true};
+  std::string out = FormatLine(head, widths, left);
+  for (const auto& l : lines) out += FormatLine(l, widths, left);
+  return out;
+}
+
 class TextSink : public OutputSink {
  public:
   TextSink(FILE* out, TextOptions options) : out_(out), options_(std::move(options)) {}
 
-  void Window(const Plan& plan, const ResultSet& rs) override {
+  void Window(const Plan& plan, const ResultSet& all) override {
+    // `when`: a window none of whose rows qualifies is not printed at all.
+    ResultSet kept;
+    if (plan.when) {
+      kept = ApplyWhen(plan, all);
+      if (kept.rows.empty() && !kept.coverage) return;
+    }
+    const ResultSet& rs = plan.when ? kept : all;
     std::string text;
     if (plan.every_ns > 0) text += WallClock(rs.window_end_ns) + "\n";
-    bool blocks = std::any_of(plan.aggs.begin(), plan.aggs.end(),
-                              [](const AggSlot& a) { return IsHistogram(a.item->func); }) ||
-                  std::any_of(plan.keys.begin(), plan.keys.end(),
-                              [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
-    std::vector<size_t> order = RowOrder(plan, rs);
-    text += blocks ? Blocks(plan, rs, order) : Table(plan, rs, order);
+    if (plan.cluster_k > 0) {
+      text += ClusterText(plan, rs);
+    } else {
+      bool blocks = std::any_of(plan.aggs.begin(), plan.aggs.end(),
+                                [](const AggSlot& a) { return IsHistogram(a.item->func); }) ||
+                    std::any_of(plan.keys.begin(), plan.keys.end(),
+                                [](const Slot& s) { return s.type.kind == TypeKind::kStack; });
+      std::vector<size_t> order = RowOrder(plan, rs);
+      text += blocks ? Blocks(plan, rs, order) : Table(plan, rs, order);
+    }
     if (rs.coverage) {
       const Coverage& c = *rs.coverage;
       text += fmt::format("hosts: {} of {} answered", c.answered, c.expected);

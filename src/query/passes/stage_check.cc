@@ -30,8 +30,12 @@ const char* StageWord(const Stage& s) {
       return "remember";
     case 8:
       return "format";
-    default:
+    case 9:
       return "tables";
+    case 10:
+      return "cluster";
+    default:
+      return "when";
   }
 }
 
@@ -97,6 +101,71 @@ std::vector<OutName> AggregateNames(const AggregateStage& agg) {
   return names;
 }
 
+// `cluster K by KEY`: KEY names a key, another key gives the features, and the first aggregate
+// is a number per row to make shares of.
+Status CheckCluster(const std::string& src, const StageNode& node, const AggregateStage& agg,
+                    const StageNode* top) {
+  const auto& c = std::get<ClusterStage>(node.stage);
+  if (top)
+    return QueryError(src, top->range, "'top' and 'cluster' do not go together",
+                      "cluster groups every row; drop top");
+  bool found = false;
+  for (const KeyItem& k : agg.keys) found = found || k.name == c.by;
+  if (!found) {
+    std::string keys;
+    for (const KeyItem& k : agg.keys) keys += (keys.empty() ? "" : ", ") + k.name;
+    return QueryError(src, c.by_range, fmt::format("'{}' is not a key of the aggregate", c.by),
+                      keys.empty() ? "cluster groups the values of a key: count() by host, probe "
+                                     "| cluster 3 by host"
+                                   : fmt::format("its keys: {}", keys));
+  }
+  if (agg.keys.size() < 2)
+    return QueryError(
+        src, node.range,
+        fmt::format("'cluster' needs a key besides {} to compare its values by", c.by),
+        fmt::format("e.g. count() by {}, probe | cluster {} by {}", c.by, c.k, c.by));
+  AggFunc f = agg.aggs.front().func;
+  if (f == AggFunc::kHist || f == AggFunc::kLhist)
+    return QueryError(src, agg.aggs.front().range,
+                      "'cluster' compares a number per row: the first aggregate cannot be a "
+                      "histogram",
+                      "e.g. count() or sum(bytes)");
+  return Status::Ok();
+}
+
+// `when COND`: COND reads the output columns by name, and compares numbers or strings.
+Status CheckWhen(const std::string& src, const Expr& e, const AggregateStage& agg) {
+  switch (e.kind) {
+    case ExprKind::kInt:
+    case ExprKind::kString:
+      return Status::Ok();
+    case ExprKind::kField: {
+      for (const KeyItem& k : agg.keys)
+        if (k.name == e.name) return Status::Ok();
+      for (const AggItem& a : agg.aggs) {
+        if (a.name != e.name) continue;
+        if (a.func == AggFunc::kHist || a.func == AggFunc::kLhist)
+          return QueryError(src, e.range,
+                            fmt::format("'{}' is a histogram: when compares numbers", e.name),
+                            "compare a count, sum, avg or quantile, e.g. when p99 > 10ms");
+        return Status::Ok();
+      }
+      std::string cols;
+      for (const KeyItem& k : agg.keys) cols += (cols.empty() ? "" : ", ") + k.name;
+      for (const AggItem& a : agg.aggs) cols += (cols.empty() ? "" : ", ") + a.name;
+      return QueryError(src, e.range, fmt::format("'{}' is not an output column", e.name),
+                        fmt::format("when reads the columns the aggregate prints: {}", cols));
+    }
+    case ExprKind::kUnary:
+    case ExprKind::kBinary:
+      for (const ExprPtr& k : e.kids) FAY_RETURN_IF_ERROR(CheckWhen(src, *k, agg));
+      return Status::Ok();
+    default:
+      return QueryError(src, e.range, "'when' reads output columns, literals and operators only",
+                        "filter events before the aggregate with where; when filters its rows");
+  }
+}
+
 }  // namespace
 
 Status CheckStages(const Query& q) {
@@ -105,7 +174,7 @@ Status CheckStages(const Query& q) {
   for (const auto& st : q.states) FAY_RETURN_IF_ERROR(CheckStatePipeline(*st, &state_names));
   const StageNode* main = nullptr;  // the aggregate or select stage
   const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr,
-                  *format = nullptr;
+                  *format = nullptr, *cluster = nullptr, *when = nullptr;
   for (const StageNode& node : q.stages) {
     const Stage& s = node.stage;
     const char* word = StageWord(s);
@@ -143,6 +212,17 @@ Status CheckStages(const Query& q) {
         return QueryError(src, node.range, "'format' needs a select stage before it",
                           "format lays out selected rows, e.g. syscall:kill | select pid, "
                           "args.sig | format \"%T %-6d %d\"");
+    } else if (std::holds_alternative<ClusterStage>(s) || std::holds_alternative<WhenStage>(s)) {
+      const StageNode*& seen = std::holds_alternative<ClusterStage>(s) ? cluster : when;
+      if (seen)
+        return QueryError(src, node.range, fmt::format("Only one {} stage is allowed", word));
+      seen = &node;
+      if (!main || !std::holds_alternative<AggregateStage>(main->stage))
+        return QueryError(src, node.range,
+                          fmt::format("'{}' needs an aggregate stage before it", word),
+                          std::holds_alternative<ClusterStage>(s)
+                              ? "e.g. syscall:* | count() by host, probe | cluster 3 by host"
+                              : "e.g. syscall:read | count() by comm | when count > 1000");
     } else if (std::holds_alternative<RememberStage>(s)) {
       return QueryError(src, node.range, "'remember' ends a state pipeline before ';'",
                         "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "
@@ -184,6 +264,8 @@ Status CheckStages(const Query& q) {
   std::vector<OutName> names;
   if (const auto* agg = std::get_if<AggregateStage>(&main->stage)) {
     names = AggregateNames(*agg);
+    if (cluster) FAY_RETURN_IF_ERROR(CheckCluster(src, *cluster, *agg, top));
+    if (when) FAY_RETURN_IF_ERROR(CheckWhen(src, *std::get<WhenStage>(when->stage).cond, *agg));
   } else {
     for (const KeyItem& k : std::get<SelectStage>(main->stage).items)
       names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});

@@ -159,12 +159,17 @@ class TypeChecker {
     if (e.kind == ExprKind::kField) {
       for (size_t p = 0; p < probes_.size() && p < e.field_index.size(); ++p) {
         FieldSource s = probes_[p].fields[static_cast<size_t>(e.field_index[p])].source;
+        // A system call's ret and errno are read where it returns, where such a pipeline then
+        // runs (planner.cc); its latency would need the entry too.
+        if ((s == FieldSource::kRet || s == FieldSource::kErrno) &&
+            probes_[p].kind == ProbeKind::kSyscall)
+          continue;
         if (s == FieldSource::kRet || s == FieldSource::kErrno || s == FieldSource::kLatency)
           return QueryError(
               src_, e.range,
               fmt::format("A state pipeline cannot read '{}' of {}", e.name, probes_[p].name),
-              "a state pipeline runs once, where its event happens: ret, errno and latency "
-              "need a call's entry and exit paired");
+              "a state pipeline runs once, where its event happens: latency needs a call's "
+              "entry and exit paired");
         if (s == FieldSource::kUprobeArg && probes_[p].kind == ProbeKind::kUretprobe)
           return QueryError(
               src_, e.range,
