@@ -2,12 +2,14 @@
 // passes or a signal arrives, then print the results and detach.
 #include <fcntl.h>
 #include <algorithm>
+#include <map>
 
 #include <fmt/core.h>
 #include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -131,7 +133,9 @@ Expected<uint64_t> ParseOffset(const std::string& flag, const std::string& text)
 Expected<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> out;
   for (const std::string& in : inputs) {
-    if (in.find_first_of("*?[") == std::string::npos) {
+    struct stat st {};
+    // A name that exists is that file, brackets and all.
+    if (in.find_first_of("*?[") == std::string::npos || ::stat(in.c_str(), &st) == 0) {
       out.push_back(in);
       continue;
     }
@@ -144,11 +148,20 @@ Expected<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& 
     for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
     globfree(&g);
   }
-  std::vector<std::string> sorted = out;
-  std::sort(sorted.begin(), sorted.end());
-  if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end())
-    return Error(Code::kInvalidArgument,
-                 fmt::format("-i: {} is given twice: its events would count twice", *d));
+  // The same file under two names (./a.fay and a.fay, a symlink) counts twice just the same.
+  std::map<std::pair<dev_t, ino_t>, std::string> seen;
+  for (const std::string& p : out) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;  // the reader reports it
+    auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), p);
+    if (!fresh)
+      return Error(Code::kInvalidArgument,
+                   it->second == p
+                       ? fmt::format("-i: {} is given twice: its events would count twice", p)
+                       : fmt::format("-i: {} and {} are the same file: its events would count "
+                                     "twice",
+                                     it->second, p));
+  }
   return out;
 }
 
@@ -160,16 +173,19 @@ int RunTraceQuery(const QueryOptions& opt) {
                       "-c and -p select live processes; they cannot be combined with -i"));
   auto paths = ExpandInputs(opt.input);
   if (!paths.ok()) return Fail(paths.status());
-  // The traces are opened first: a bad file is reported before any query error.
-  std::vector<trace::Reader> readers;
+  // The traces are opened first: a bad file is reported before any query error. Each is closed
+  // again (a thousand traces would not fit the descriptors), keeping what the end must say.
+  std::vector<std::string> cut_short;
+  uint64_t start = 0;
   for (const std::string& p : *paths) {
     auto reader = trace::Reader::Open(p);
     if (!reader.ok()) return Fail(reader.status());
-    readers.push_back(std::move(reader).value());
+    if (reader->truncated()) cut_short.push_back(reader->TruncationNotice());
+    start = reader->info().anchor_monotonic_ns;
   }
   const bool many = paths->size() > 1;
   // With several traces, --from and --to count from each one's own start.
-  const uint64_t start = many ? 0 : readers[0].info().anchor_monotonic_ns;
+  if (many) start = 0;
   TraceQueryOptions topt;
   topt.threads = opt.threads;
   topt.relative_range = many;
@@ -219,13 +235,8 @@ int RunTraceQuery(const QueryOptions& opt) {
   if (!st.ok()) return Fail(st);
   // Counts over part of a recording look like counts over all of it: say so, as every command
   // reading a trace does, and exit as they do.
-  bool truncated = false;
-  for (const trace::Reader& r : readers) {
-    if (!r.truncated()) continue;
-    fmt::print(stderr, "fay query: {}\n", r.TruncationNotice());
-    truncated = true;
-  }
-  return truncated ? trace::kIncompleteExit : 0;
+  for (const std::string& notice : cut_short) fmt::print(stderr, "fay query: {}\n", notice);
+  return cut_short.empty() ? 0 : trace::kIncompleteExit;
 }
 
 int RunHostsQuery(const QueryOptions& opt) {

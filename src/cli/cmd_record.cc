@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "cli/commands.h"
@@ -14,6 +15,8 @@
 #include "replay/end_state_check.h"
 #include "replay/prepare.h"
 #include "replay/sandbox.h"
+#include "schema/syscall_set.h"
+#include "schema/syscall_table.h"
 #include "trace/end_state.h"
 #include "trace/flight.h"
 
@@ -87,15 +90,15 @@ bool ParseSize(const std::string& s, uint64_t* out) {
 
 // What a flight recording wrote: each dump, with its reason and window.
 int FlightSummary(const RecordCli& c, const record::RecordResult& r,
-                  const trace::FlightControl& flight) {
+                  const trace::FlightControl& flight, bool usr1) {
   std::vector<trace::FlightDumpResult> dumps = flight.results();
   bool failed = false;
   if (!c.opt.quiet) {
     fmt::print(stderr,
                "fay: flight recorder: {} syscalls from {} processes ({} threads) in {:.2f}s, the "
-               "last {:.1f} MiB kept in memory; {} dump{}\n",
+               "last {:.1f} MiB kept in memory; {} dump{}{}\n",
                r.syscalls, r.processes, r.threads, r.seconds, flight.ring_bytes() / 1048576.0,
-               dumps.size(), dumps.size() == 1 ? "" : "s");
+               dumps.size(), dumps.size() == 1 ? "" : "s", r.pauses ? PauseNote(r) : "");
   }
   for (const auto& d : dumps) {
     if (!d.error.empty()) {
@@ -111,9 +114,8 @@ int FlightSummary(const RecordCli& c, const record::RecordResult& r,
     fmt::print(stderr, "fay: {} more dumps were asked for past --max-dumps {}\n", flight.refused(),
                c.max_dumps);
   if (dumps.empty() && !c.opt.quiet)
-    fmt::print(stderr,
-               "fay: nothing was dumped: no trigger fired (send SIGUSR1 to fay, or add --dump-on "
-               "exit)\n");
+    fmt::print(stderr, "fay: nothing was dumped: no trigger fired{}\n",
+               usr1 ? " (send SIGUSR1 to fay, or add --dump-on exit)" : " (add --dump-on exit)");
   return failed ? 1 : r.exit_code;
 }
 
@@ -138,6 +140,7 @@ int Run(RecordCli& c) {
   std::unique_ptr<trace::FlightControl> flight;
   std::unique_ptr<record::DumpSignals> dump_signals;
   std::vector<std::unique_ptr<record::DumpTrigger>> triggers;
+  bool usr1 = false;  // whether SIGUSR1 asks for a dump (the summary's hint says so)
   if (!c.flight.empty()) {
     uint64_t size = 0;
     if (!ParseSize(c.flight, &size) || size < (1u << 20)) {
@@ -160,10 +163,28 @@ int Run(RecordCli& c) {
           fmt::print(stderr, "fay: {}\n", t.status().message());
           return 2;
         }
+        // A call -e leaves out never reaches the trigger.
+        if (!c.opt.syscall_filter.empty()) {
+          auto set = ParseSyscallSet(c.opt.syscall_filter);
+          for (int nr : (*t)->Syscalls())
+            if (set.ok() && !set->Contains(nr)) {
+              fmt::print(stderr,
+                         "fay: --dump-on '{}': {} is not recorded with -e {}: add it to -e\n", d,
+                         SyscallName(nr), c.opt.syscall_filter);
+              return 2;
+            }
+        }
         triggers.push_back(std::move(t).value());
         c.opt.observer = triggers.back().get();
-      } else if (int s = record::ParseSignal(d); s > 0 && s != SIGKILL && s != SIGSTOP) {
+      } else if (int s = record::ParseSignal(d); record::IsDumpSignal(s)) {
         sigs.push_back(s);
+      } else if (s > 0) {
+        fmt::print(stderr,
+                   "fay: --dump-on '{}': fay stops on SIGINT, SIGTERM and SIGHUP and cannot "
+                   "take faults or job-control signals: use SIGUSR1, SIGUSR2 or a real-time "
+                   "signal\n",
+                   d);
+        return 2;
       } else {
         fmt::print(stderr,
                    "fay: --dump-on '{}': expected a signal (SIGUSR1), exit, or a probe and a "
@@ -173,6 +194,7 @@ int Run(RecordCli& c) {
       }
     }
     if (c.dump_on.empty()) sigs.push_back(SIGUSR1);
+    usr1 = std::find(sigs.begin(), sigs.end(), SIGUSR1) != sigs.end();
     if (!sigs.empty()) {
       auto ds = record::DumpSignals::Start(sigs, flight.get());
       if (!ds.ok()) {
@@ -193,7 +215,7 @@ int Run(RecordCli& c) {
       return 1;
     }
     if (!r->error.empty()) fmt::print(stderr, "fay: {}\n", r->error);
-    return FlightSummary(c, *r, *flight);
+    return FlightSummary(c, *r, *flight, usr1);
   }
   if (!r.ok()) {
     fmt::print(stderr, "fay: {}\n", r.status().message());

@@ -20,6 +20,7 @@
 #include "probes/catalog.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
+#include "query/parser.h"
 
 namespace fay::cluster {
 namespace {
@@ -88,6 +89,10 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
     host.type = Type::Str(64);
     p.keys.insert(p.keys.begin() + hq->host_key, host);
   }
+  // when and cluster act on the merged rows, here, with host among their columns.
+  auto full = ParseQuery(o.query);
+  if (!full.ok()) return Fail(full.status());
+  if (fay::Status st = ApplyOutputStages(**full, &p); !st.ok()) return Fail(st);
 
   NodeOptions no;
   pb::QueryRequest& r = no.request;

@@ -136,6 +136,14 @@ Expected<HostQuery> SplitHostQuery(const std::string& text) {
           cuts.push_back({comma, e});
         }
       }
+    } else if (std::holds_alternative<WhenStage>(node.stage) ||
+               std::holds_alternative<ClusterStage>(node.stage)) {
+      // Stages on the merged rows: the root applies them (ApplyOutputStages), not the agents,
+      // whose keys lack host.
+      auto [b, e] = Offsets(text, node.range);
+      size_t bar = text.rfind('|', b);
+      if (bar == std::string::npos) return Error(Code::kInternal, "a stage without its '|'");
+      cuts.push_back({bar, e});
     } else if (const auto* s = std::get_if<SelectStage>(&node.stage)) {
       for (const KeyItem& item : s->items)
         if (UsesHost(*item.expr))
@@ -148,6 +156,45 @@ Expected<HostQuery> SplitHostQuery(const std::string& text) {
   for (auto it = cuts.rbegin(); it != cuts.rend(); ++it)
     out.local.replace(it->first, it->second - it->first, std::string(it->second - it->first, ' '));
   return out;
+}
+
+Status ApplyOutputStages(const Query& q, Plan* plan) {
+  for (const StageNode& node : q.stages) {
+    if (const auto* w = std::get_if<WhenStage>(&node.stage)) {
+      // Names only: the merged rows' columns, host included.
+      Status bad;
+      auto check = [&](const Expr& e, auto&& self) -> void {
+        if (!bad.ok()) return;
+        if (e.kind == ExprKind::kField) {
+          bool found = false;
+          for (const Slot& k : plan->keys) found = found || k.name == e.name;
+          for (const AggSlot& a : plan->aggs) found = found || a.item->name == e.name;
+          if (!found)
+            bad = QueryError(q.text, e.range, fmt::format("'{}' is not an output column", e.name),
+                             "when reads the columns the aggregate prints");
+        } else if (e.kind != ExprKind::kInt && e.kind != ExprKind::kString &&
+                   e.kind != ExprKind::kUnary && e.kind != ExprKind::kBinary) {
+          bad = QueryError(q.text, e.range,
+                           "'when' reads output columns, literals and operators only");
+        }
+        for (const ExprPtr& k : e.kids) self(*k, self);
+      };
+      check(*w->cond, check);
+      FAY_RETURN_IF_ERROR(bad);
+      plan->when = w->cond.get();
+    } else if (const auto* c = std::get_if<ClusterStage>(&node.stage)) {
+      plan->cluster_k = c->k;
+      plan->cluster_key = -1;
+      for (size_t i = 0; i < plan->keys.size(); ++i)
+        if (plan->keys[i].name == c->by) plan->cluster_key = static_cast<int>(i);
+      if (plan->cluster_key < 0 || plan->keys.size() < 2)
+        return QueryError(
+            q.text, c->by_range,
+            fmt::format("'cluster' needs '{}' and another key of the aggregate", c->by),
+            "e.g. syscall:* | count() by host, probe | cluster 3 by host");
+    }
+  }
+  return Status::Ok();
 }
 
 Expected<bool> HostSelected(const std::string& text, const std::string& name) {

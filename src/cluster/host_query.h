@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "query/ast.h"
+#include "query/plan.h"
 
 namespace fay::cluster {
 
@@ -22,6 +24,10 @@ struct HostQuery {
 // Splits `text`. A use of host anywhere else (inside an expression with other fields, in an
 // aggregate, in select) is refused at its caret with a hint.
 Expected<HostQuery> SplitHostQuery(const std::string& text);
+
+// The query's `when` and `cluster` stages (cut from `local`) onto the root's plan, whose keys
+// have host back: checked against its columns. `q` must outlive the plan's use of them.
+Status ApplyOutputStages(const Query& q, Plan* plan);
 
 // Whether a host named `name` meets every host filter of the query (the stages are re-parsed).
 Expected<bool> HostSelected(const std::string& text, const std::string& name);

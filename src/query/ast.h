@@ -63,6 +63,7 @@ struct ProbeSpec {
 
 struct WhereStage {
   ExprPtr cond;
+  bool after = false;  // written `after NAME` (a trigger's read), named so in errors
 };
 
 // `sample 1%` or `sample 1/N`: keep an event with probability num/den.
@@ -118,6 +119,7 @@ struct RememberStage {
   SourceRange name_range;
   std::vector<ExprPtr> keys;
   uint64_t ttl_ns = 0;
+  bool trigger = false;  // written `trigger NAME`, the state `after NAME` reads
 };
 
 // `format "FMT"` after a select: how text output lays out each row (query/row_format.h).

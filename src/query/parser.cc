@@ -59,6 +59,7 @@ const std::vector<std::vector<std::string>>& BinaryLevels() {
   return levels;
 }
 constexpr size_t kRelationalLevel = 6;
+constexpr size_t kNotLevel = 2;  // the operands of && (see ParseBinary)
 
 class Parser {
  public:
@@ -279,6 +280,7 @@ class Parser {
     } else if (word == "after") {
       FAY_RETURN_IF_ERROR(Advance());
       WhereStage s;
+      s.after = true;
       FAY_ASSIGN_OR_RETURN(s.cond, ParseAfter());
       node->stage = std::move(s);
     } else if (AggFuncFromName(word, &func)) {
@@ -418,6 +420,7 @@ class Parser {
     s->value = Synth(ExprKind::kInt, name, "1", 1);
     s->keys.push_back(Synth(ExprKind::kInt, name, "0", 0));
     s->ttl_ns = kTriggerForever;
+    s->trigger = true;
     FAY_RETURN_IF_ERROR(Advance());
     if (cur_.IsWord("for")) {
       FAY_RETURN_IF_ERROR(Advance());
@@ -639,6 +642,20 @@ class Parser {
   Expected<ExprPtr> ParseBinary(size_t level) {
     if (level == BinaryLevels().size()) return ParseUnary();
     size_t begin = cur_.begin;
+    // `not` as Python and SQL read it: below the comparisons, above `and`, so `not a == b` is
+    // `!(a == b)`.
+    if (level == kNotLevel && cur_.IsWord("not")) {
+      NestGuard guard(&nesting_);
+      if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
+      FAY_RETURN_IF_ERROR(Advance());
+      FAY_ASSIGN_OR_RETURN(ExprPtr operand, ParseBinary(kNotLevel));
+      auto e = std::make_unique<Expr>();
+      e->kind = ExprKind::kUnary;
+      e->op = "!";
+      e->kids.push_back(std::move(operand));
+      Finish(e.get(), begin);
+      return ExprPtr(std::move(e));
+    }
     FAY_ASSIGN_OR_RETURN(ExprPtr left, ParseBinary(level + 1));
     while (true) {
       if (level == kRelationalLevel && (cur_.IsWord("in") || cur_.IsWord("not"))) {
@@ -713,10 +730,10 @@ class Parser {
 
   Expected<ExprPtr> ParseUnary() {
     size_t begin = cur_.begin;
-    if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~") || cur_.IsWord("not")) {
+    if (cur_.IsOp("-") || cur_.IsOp("!") || cur_.IsOp("~")) {
       NestGuard guard(&nesting_);
       if (nesting_ > kMaxNesting) return TooDeep(begin, kMaxNesting);
-      std::string op = cur_.IsWord("not") ? "!" : cur_.text;
+      std::string op = cur_.text;
       FAY_RETURN_IF_ERROR(Advance());
       FAY_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary());
       if (op == "-" && operand->kind == ExprKind::kInt) {
@@ -781,7 +798,9 @@ class Parser {
     Token first = cur_;
     if (first.IsWord("as") || first.IsWord("by") || first.IsWord("in"))
       return Fail(first, fmt::format("Expected an expression, found {}", Describe(first)));
-    if (first.IsWord("not")) return Fail(first, "Unexpected 'not'", "use '!' to negate");
+    if (first.IsWord("not"))
+      return Fail(first, "Unexpected 'not'",
+                  "'not' negates a whole condition (not a == b); inside an operand use '!'");
     FAY_RETURN_IF_ERROR(Advance());
     auto e = std::make_unique<Expr>();
     if (cur_.IsOp("(")) {

@@ -71,8 +71,9 @@ std::string DescribePlan(const Plan& plan) {
     out += fmt::format(
         "  state pipeline {}: remember {} as {}, {}, in fay_state_{} ({} keys max)\n", i,
         sp.remember_value->text, sp.remember_name,
-        sp.remember_ttl_ns ? fmt::format("kept {} ms (LRU hash)", sp.remember_ttl_ns / 1000000)
-                           : std::string("taken by its read (hash)"),
+        sp.remember_ttl_ns >= kTriggerForever ? std::string("kept for good (LRU hash)")
+        : sp.remember_ttl_ns ? fmt::format("kept {} ms (LRU hash)", sp.remember_ttl_ns / 1000000)
+                             : std::string("taken by its read (hash)"),
         i, plan.max_keys);
     for (const auto& k : sp.keys)
       out += fmt::format("      key   {:<24} {:<8} @{} ({} bytes)\n", k.name, TypeName(k.type),

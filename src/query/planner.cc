@@ -99,16 +99,21 @@ Status RememberAtExit(Plan& sp) {
   });
   bool syscalls = std::all_of(sp.probes.begin(), sp.probes.end(),
                               [](const ProbeInfo& p) { return p.kind == ProbeKind::kSyscall; });
-  if (!syscalls || (arg && arg->source == FieldSource::kUprobeArg))
+  if (arg && arg->source == FieldSource::kUprobeArg)
     return Error(Code::kInvalidArgument,
                  fmt::format("the state pipeline of '{}' reads a uretprobe's arguments, which "
                              "are gone at the return: remember them at the uprobe instead",
                              sp.remember_name));
+  if (!syscalls)
+    return Error(Code::kInvalidArgument,
+                 fmt::format("the state pipeline of '{}' reads ret or errno, which only system "
+                             "calls have at their return: give it system calls alone",
+                             sp.remember_name));
   if (arg || !sp.entry_strings.empty())
     return Error(Code::kInvalidArgument,
                  fmt::format("the state pipeline of '{}' reads ret or errno, so it runs where "
-                             "the call returns, and {} is gone by then: remember it in a "
-                             "pipeline of its own",
+                             "the call returns, and {} is gone by then: test the argument in "
+                             "the query that reads the state instead",
                              sp.remember_name, arg ? arg->name : "a string argument"));
   sp.needs_exit = false;
   sp.remember_at_exit = true;

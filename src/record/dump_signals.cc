@@ -41,6 +41,10 @@ int ParseSignal(const std::string& name) {
   return 0;
 }
 
+bool IsDumpSignal(int sig) {
+  return sig == SIGUSR1 || sig == SIGUSR2 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
+}
+
 Expected<std::unique_ptr<DumpSignals>> DumpSignals::Start(const std::vector<int>& signals,
                                                           trace::FlightControl* flight) {
   if (g_pipe.load() >= 0) return Error(Code::kInternal, "dump signals are already handled");
@@ -64,16 +68,17 @@ DumpSignals::DumpSignals(Key, const std::vector<int>& signals, trace::FlightCont
       flight->Request(fmt::format(
           "signal {}", sigabbrev_np(b) ? std::string("SIG") + sigabbrev_np(b) : std::to_string(b)));
   });
-  old_.resize(signals_.size());
   struct sigaction sa {};
   sa.sa_handler = OnDumpSignal;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &sa, &old_[i]);
+  for (int s : signals_) sigaction(s, &sa, nullptr);
 }
 
 DumpSignals::~DumpSignals() {
-  for (size_t i = 0; i < old_.size(); ++i) sigaction(signals_[i], &old_[i], nullptr);
+  // Ignored rather than put back: the recording is over, and a late signal must not kill fay
+  // while it prints what it wrote (the default action of SIGUSR1 is to terminate).
+  for (int s : signals_) signal(s, SIG_IGN);
   if (thread_.joinable()) {
     uint8_t stop = 0;
     // Blocking is fine here: the reader drains the pipe.

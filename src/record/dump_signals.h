@@ -22,6 +22,9 @@ namespace fay::record {
 
 // "SIGUSR1", "USR1", "usr1" or "10": the signal's number, or 0 when it is none.
 int ParseSignal(const std::string& name);
+// Whether fay may take `sig` as a dump request: SIGUSR1, SIGUSR2 and the real-time signals.
+// Not the ones that stop a recording, faults, or job control.
+bool IsDumpSignal(int sig);
 
 class DumpSignals {
   struct Key {};
@@ -31,13 +34,12 @@ class DumpSignals {
   static Expected<std::unique_ptr<DumpSignals>> Start(const std::vector<int>& signals,
                                                       trace::FlightControl* flight);
   DumpSignals(Key, const std::vector<int>& signals, trace::FlightControl* flight);
-  ~DumpSignals();  // stops the thread, puts the previous handlers back
+  ~DumpSignals();  // stops the thread; the signals are ignored from then on
   DumpSignals(const DumpSignals&) = delete;
   DumpSignals& operator=(const DumpSignals&) = delete;
 
  private:
   std::vector<int> signals_;
-  std::vector<struct sigaction> old_;
   UniqueFd read_, write_;
   std::thread thread_;
 };

@@ -11,10 +11,10 @@ namespace fay::record {
 namespace {
 
 // "syscall:openat where ret < 0" reads as a sentence; the query form puts a '|' before where.
+// Only a '|' before the first ` where ` makes it the query form: `||` and strings may follow.
 std::string AsQuery(const std::string& text) {
-  if (text.find('|') != std::string::npos) return text;
   size_t at = text.find(" where ");
-  if (at == std::string::npos) return text;
+  if (at == std::string::npos || text.find('|') < at) return text;
   return text.substr(0, at) + " |" + text.substr(at);
 }
 
@@ -33,6 +33,13 @@ Expected<std::unique_ptr<DumpTrigger>> DumpTrigger::Compile(const std::string& t
   if (!plan.ok())
     return Error(plan.status().code(),
                  fmt::format("--dump-on '{}': {}", text, plan.status().message()));
+  // path comes from an fd table built over the whole trace, from its start: a recorder that
+  // sees calls from several threads out of order, and only some of them, cannot keep one.
+  if (FindPlanField(*plan, [](FieldSource s) { return s == FieldSource::kPath; }))
+    return Error(Code::kInvalidArgument,
+                 fmt::format("--dump-on '{}': path is known over a recorded trace only; name "
+                             "the file a call opens with str(args.filename)",
+                             text));
   return std::make_unique<DumpTrigger>(Key{}, text, std::move(plan).value(), flight, next, rest_ns);
 }
 
@@ -47,21 +54,26 @@ DumpTrigger::DumpTrigger(Key, std::string text, Plan plan, trace::FlightControl*
       interp_(plan_) {}
 
 bool DumpTrigger::Wants(int nr) const {
-  // A predicate on `path` of an fd-based call needs the fd table, which every call builds.
-  return builder_.needs_paths() || builder_.ProbeOf(nr) >= 0 || (next_ && next_->Wants(nr));
+  return builder_.ProbeOf(nr) >= 0 || (next_ && next_->Wants(nr));
+}
+
+std::vector<int> DumpTrigger::Syscalls() const {
+  std::vector<int> nrs;
+  for (int nr = 0; nr < 1024; ++nr)
+    if (builder_.ProbeOf(nr) >= 0) nrs.push_back(nr);
+  return nrs;
 }
 
 void DumpTrigger::Observe(const SyscallEvent& ev) {
   if (next_ && next_->Wants(ev.nr)) next_->Observe(ev);
   std::lock_guard lk(mu_);
-  std::string_view path = builder_.needs_paths() ? paths_.Apply(ev) : std::string_view();
   if (builder_.ProbeOf(ev.nr) < 0) return;
-  if (!interp_.Select(builder_.Build(ev, path))) return;
+  if (!interp_.Select(builder_.Build(ev, {}))) return;
   const uint64_t t = ev.LastNs();
   if (fired_ && t < last_fired_ns_ + rest_ns_) return;
   last_fired_ns_ = t;
   ++fired_;
-  flight_->Request(fmt::format("{} (pid {}, tid {})", text_, ev.pid, ev.tid));
+  flight_->Request(fmt::format("{} (pid {}, tid {})", text_, ev.pid, ev.tid), false, t);
 }
 
 uint64_t DumpTrigger::fired() const {

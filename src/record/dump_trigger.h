@@ -8,11 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "engine/interpreter.h"
 #include "engine/offline/event_builder.h"
-#include "engine/offline/fd_paths.h"
 #include "query/plan.h"
 #include "record/recorder.h"
 
@@ -41,6 +41,8 @@ class DumpTrigger : public SyscallObserver {
     return next_ && next_->FileOf(pid, fd, path, offset);
   }
   uint64_t fired() const;
+  // The system calls it matches: they must be recorded for it to fire.
+  std::vector<int> Syscalls() const;
 
   DumpTrigger(Key, std::string text, Plan plan, trace::FlightControl* flight, SyscallObserver* next,
               uint64_t rest_ns);
@@ -55,7 +57,6 @@ class DumpTrigger : public SyscallObserver {
   // The recorder's consumers may call from several threads.
   mutable std::mutex mu_;
   Interpreter interp_;
-  FdPaths paths_;
   uint64_t last_fired_ns_ = 0;
   uint64_t fired_ = 0;
 };

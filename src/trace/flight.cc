@@ -19,18 +19,23 @@ namespace fay::trace {
 FlightControl::FlightControl(uint64_t ring_bytes, std::string output, uint32_t max_dumps)
     : ring_bytes_(ring_bytes), output_(std::move(output)), max_dumps_(max_dumps) {}
 
-bool FlightControl::Request(const std::string& reason) {
+bool FlightControl::Request(const std::string& reason, bool always, uint64_t at_ns) {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
   std::lock_guard lk(mu_);
   uint64_t n = requested_.load(std::memory_order_relaxed);
-  if (n >= max_dumps_) {
+  if (n > taken_) {  // a dump still to be written takes this reason too
+    reasons_.emplace_back(n, reason);
+    return true;
+  }
+  if (n >= max_dumps_ && !always) {
     ++refused_;
     return false;
   }
   reasons_.emplace_back(n + 1, reason);
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  last_request_ns_.store(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec,
-                         std::memory_order_release);
+  last_request_ns_.store(now, std::memory_order_release);
+  pending_since_ns_.store(at_ns ? at_ns : now, std::memory_order_release);
   requested_.store(n + 1, std::memory_order_release);
   return true;
 }
@@ -41,13 +46,16 @@ std::vector<std::string> FlightControl::TakeReasons(uint64_t upto) {
   auto it = reasons_.begin();
   for (; it != reasons_.end() && it->first <= upto; ++it) out.push_back(it->second);
   reasons_.erase(reasons_.begin(), it);
+  taken_ = std::max(taken_, upto);
+  if (taken_ >= requested_.load(std::memory_order_relaxed)) pending_since_ns_.store(0);
   return out;
 }
 
 std::string FlightControl::NextPath() {
   std::lock_guard lk(mu_);
   if (++paths_ == 1) return output_;
-  // a.fay, a.2.fay, a.3.fay: the extension stays last, so `-i 'a*.fay'` finds them all.
+  // a.fay, a.2.fay, a.3.fay: the extension stays last. Each is the last SIZE before its own
+  // trigger, so consecutive dumps may hold the same calls.
   size_t slash = output_.rfind('/');
   size_t dot = output_.rfind('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == 0 ||
@@ -81,23 +89,30 @@ void FlightRing::SetReserve(uint64_t bytes) {
   reserve_ = bytes;
 }
 
-void FlightRing::Add(FlightChunk c) {
+void FlightRing::Drop(const FlightChunk& c, bool kept) {
+  ++stats_.evicted_chunks;
+  stats_.evicted_syscalls += c.syscalls;
+  if (kept) stats_.dropped_syscalls += c.syscalls;
+  if (c.group <= evicted_upto_) return;
+  // The chunks of its group after it could reference its blobs: they go too, and the lanes
+  // move to a new group (forgetting their blobs) at their next events chunk.
+  cut_.insert(c.group);
+  if (group_ <= c.group) {
+    group_ = c.group + 1;
+    group_bytes_ = 0;
+  }
+}
+
+void FlightRing::Add(FlightChunk c, bool keep) {
   const uint64_t size = c.DumpBytes();
   std::lock_guard lk(mu_);
-  if (c.group <= evicted_upto_) {
-    // Its blobs (or the events they serve) are gone already: keeping it would break the dump.
-    ++stats_.evicted_chunks;
-    stats_.evicted_syscalls += c.syscalls;
-    return;
-  }
-  // Room is made before the chunk goes in, so the ring never holds more than its size.
-  const uint64_t room = capacity_ > reserve_ ? capacity_ - reserve_ : 0;
-  while (stats_.bytes + size > room && !chunks_.empty()) EvictOldestGroup();
-  if (c.group <= evicted_upto_ || size > room) {  // its own group went, or it can never fit
-    ++stats_.evicted_chunks;
-    stats_.evicted_syscalls += c.syscalls;
-    return;
-  }
+  // Its blobs (or the events they serve) are gone already: keeping it would break the dump.
+  if (c.group <= evicted_upto_ || cut_.count(c.group)) return Drop(c, keep);
+  // Room is made before the chunk goes in, so the ring never holds more than its size; but not
+  // by pushing out the history a pending dump is about.
+  while (!keep && stats_.bytes + size > Room() && !chunks_.empty()) EvictOldestGroup();
+  // Its own group went, it can never fit, or it may not make room.
+  if (c.group <= evicted_upto_ || stats_.bytes + size > Room()) return Drop(c, keep);
   chunks_.push_back(std::move(c));
   stats_.bytes += size;
   // A group closes after an eighth of the ring: eviction frees that much at a time.
@@ -126,6 +141,7 @@ void FlightRing::EvictOldestGroup() {
     stats_.evicted_syscalls += c.syscalls;
     return true;
   });
+  cut_.erase(cut_.begin(), cut_.upper_bound(evicted_upto_));
 }
 
 std::vector<FlightChunk> FlightRing::Snapshot() const {

@@ -10,6 +10,12 @@
 //   groups, oldest first.
 // - Bounded memory. A group closes after an eighth of SIZE, so the ring holds between about
 //   seven eighths of SIZE and SIZE of compressed chunks (plus each lane's chunk being built).
+// - The moments before the trigger stay. A request has a time (the matching call's, the
+//   signal's arrival). Until its dump is written, chunks of calls after that time, and any chunk
+//   while a dump is being written, never evict: those that do not fit are dropped, with the
+//   rest of their group. Chunks of calls before it still make room as usual. The dump is written
+//   on a thread of its own, so the recorder does not stall, from the ring's own chunks, so it
+//   costs no second SIZE.
 #pragma once
 
 #include <atomic>
@@ -17,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -64,10 +71,14 @@ class FlightControl {
   // Whether the end of the recording writes a dump too (`--dump-on exit`).
   void set_dump_on_exit(bool on) { dump_on_exit_ = on; }
   bool dump_on_exit() const { return dump_on_exit_; }
-  // Asks for a dump (thread-safe). Requests that arrive before the lanes have served the
-  // previous one are folded into it. False once max_dumps dumps were asked for.
-  bool Request(const std::string& reason);
+  // Asks for a dump (thread-safe). A request that arrives while another is still to be
+  // written is folded into it. False once max_dumps dumps were asked for, unless `always`
+  // (the dump at exit).
+  // `at_ns` (CLOCK_MONOTONIC): the moment the dump is about; 0 is now.
+  bool Request(const std::string& reason, bool always = false, uint64_t at_ns = 0);
   uint64_t requested() const { return requested_.load(std::memory_order_acquire); }
+  // The moment of the earliest request no dump has taken yet, or 0.
+  uint64_t pending_since_ns() const { return pending_since_ns_.load(std::memory_order_acquire); }
   // When the last request came (CLOCK_MONOTONIC ns). Lanes write a dump only kSettleNs after
   // it: a call made just before a signal may still sit in a probe's staging area or the ring,
   // and the dump must hold it.
@@ -88,8 +99,10 @@ class FlightControl {
   bool dump_on_exit_ = false;
   std::atomic<uint64_t> requested_{0};
   std::atomic<uint64_t> last_request_ns_{0};
+  std::atomic<uint64_t> pending_since_ns_{0};
   mutable std::mutex mu_;
   std::vector<std::pair<uint64_t, std::string>> reasons_;  // (request number, reason)
+  uint64_t taken_ = 0;                                     // requests whose reasons a dump took
   uint32_t paths_ = 0;
   uint64_t refused_ = 0;
   std::vector<FlightDumpResult> results_;
@@ -105,9 +118,11 @@ class FlightRing {
 
   // The group a lane adopts when it closes an events chunk.
   uint64_t group() const;
-  // Takes a chunk of a lane's `group`, then evicts whole groups, oldest first, while the ring
-  // holds more than its capacity. A chunk of a group already evicted is dropped at once.
-  void Add(FlightChunk c);
+  // Takes a chunk of a lane's `group`, first evicting whole groups, oldest first, until it fits.
+  // A chunk of a group evicted or cut short is dropped at once. `keep` (it came after a pending
+  // trigger, or a dump is being written): nothing is evicted for it; if it does not fit it is
+  // dropped, and its group is cut short.
+  void Add(FlightChunk c, bool keep = false);
   // The chunks held now, in the order they were added.
   std::vector<FlightChunk> Snapshot() const;
 
@@ -116,11 +131,14 @@ class FlightRing {
     uint64_t peak_bytes = 0;        // most ever held
     uint64_t evicted_chunks = 0;    // dropped, oldest first
     uint64_t evicted_syscalls = 0;  // syscall records in them
+    uint64_t dropped_syscalls = 0;  // of which, dropped by `keep`: recorded after a trigger
   };
   Stats stats() const;
 
  private:
-  void EvictOldestGroup();  // with mu_ held
+  void EvictOldestGroup();                     // with mu_ held
+  void Drop(const FlightChunk& c, bool kept);  // with mu_ held: counts it, cuts its group
+  uint64_t Room() const { return capacity_ > reserve_ ? capacity_ - reserve_ : 0; }
 
   const uint64_t capacity_;
   uint64_t reserve_ = 0;
@@ -129,6 +147,7 @@ class FlightRing {
   uint64_t group_ = 1;
   uint64_t group_bytes_ = 0;
   uint64_t evicted_upto_ = 0;  // every group up to this one is gone
+  std::set<uint64_t> cut_;     // later groups that lost a chunk: the rest of each is dropped
   Stats stats_;
 };
 

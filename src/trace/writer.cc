@@ -48,8 +48,8 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
     options.blob_chunk_bytes = std::min<size_t>(
         options.blob_chunk_bytes, std::max<uint64_t>(64 << 10, options.flight->ring_bytes() / 16));
     // Nothing goes to `path` until a dump; a place that cannot take one is said now.
-    std::string probe = path + ".part";
-    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    std::string probe = fmt::format("{}.probe.{}", path, ::getpid());
+    fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoError("cannot create flight dumps at " + path);
     ::close(fd);
     ::unlink(probe.c_str());
@@ -318,6 +318,7 @@ void Writer::Encode(Lane& l, const Item& item) {
 
 void Writer::IndexRecord(Lane& l, uint64_t first, uint64_t last) {
   EventChunkIndex& idx = l.pending_index;
+  l.last_record_ns = std::max(l.last_record_ns, last);
   if (idx.records == 0) {
     idx.first_ns = first;
     idx.last_ns = last;
@@ -449,8 +450,9 @@ void Writer::Finish() {
   for (auto& l : lanes_) FinishLane(*l);
   if (failing()) return;
   if (ring_) {
-    // The recording ended: the dump on exit, if asked for, and any still pending.
-    if (opts_.flight->dump_on_exit()) opts_.flight->Request("the recording ended");
+    // Dumps still being written first; then the one at exit, if asked for, and any pending.
+    JoinDumps();
+    if (opts_.flight->dump_on_exit()) opts_.flight->Request("the recording ended", true);
     const uint64_t req = opts_.flight->requested();
     bool due;
     {
@@ -458,7 +460,7 @@ void Writer::Finish() {
       due = req > dumps_served_;
       dumps_served_ = req;
     }
-    if (due) WriteDump(req);
+    if (due) WriteDump(req, false);
     return;
   }
   Bytes footer;
@@ -534,7 +536,13 @@ Status Writer::WriteChunk(Lane* l, ChunkType type, Codec codec, const Bytes& raw
       c.index = std::move(footer_.blobs.back());
       footer_.blobs.pop_back();
     }
-    ring_->Add(std::move(c));
+    // After a pending trigger's moment, or while a dump is written, a chunk may not evict.
+    const uint64_t since = opts_.flight->pending_since_ns();
+    const uint64_t at = type == ChunkType::kEvents ? std::get<EventChunkIndex>(c.index).first_ns
+                        : l                        ? l->last_record_ns
+                                                   : 0;
+    const bool keep = (since && at > since) || dumps_served_.load() > dumps_done_.load();
+    ring_->Add(std::move(c), keep);
     ++file_stats_.chunks;
     file_stats_.bytes_raw += raw.size();
     file_stats_.bytes_stored += payload->size();
@@ -626,6 +634,7 @@ Status Writer::Close() {
     Finish();  // when failing, only counts what the lanes still hold as dropped
     for (size_t i = 0; i < lanes_.size(); ++i) Publish(i);
   }
+  JoinDumps();  // a failed writer skipped Finish, which joins them
   if (failed()) {
     std::lock_guard lk(mu_);
     return error_;
@@ -661,12 +670,16 @@ void Writer::ServeDumps(Lane& l) {
     if (upto <= dumps_served_) return;
     dumps_served_ = upto;
   }
-  WriteDump(upto);
+  WriteDump(upto, true);
 }
 
-void Writer::WriteDump(uint64_t upto) {
+void Writer::WriteDump(uint64_t upto, bool background) {
+  auto done = [this, upto] {
+    std::lock_guard lk(dump_mu_);
+    if (dumps_done_.load() < upto) dumps_done_.store(upto);
+  };
   std::vector<std::string> reasons = opts_.flight->TakeReasons(upto);
-  if (reasons.empty()) return;
+  if (reasons.empty()) return done();
   std::vector<FlightChunk> chunks = ring_->Snapshot();
   FlightRing::Stats rs = ring_->stats();
   RecordingInfo info = info_;
@@ -674,7 +687,8 @@ void Writer::WriteDump(uint64_t upto) {
   info.flight_reason = reasons[0];
   if (reasons.size() > 1) info.flight_reason += fmt::format(" (and {} more)", reasons.size() - 1);
   info.flight_ring_bytes = opts_.flight->ring_bytes();
-  info.flight_evicted_syscalls = rs.evicted_syscalls;
+  // Only what went before the window: chunks dropped while frozen came after the trigger.
+  info.flight_evicted_syscalls = rs.evicted_syscalls - rs.dropped_syscalls;
   FlightDumpResult r;
   bool first = true;
   for (const FlightChunk& c : chunks) {
@@ -693,9 +707,28 @@ void Writer::WriteDump(uint64_t upto) {
   r.reason = info.flight_reason;
   r.from_ns = info.flight_from_ns;
   r.to_ns = info.flight_to_ns;
-  Status st = WriteFlightDump(r.path, info, opts_.writer_name, chunks, &r.bytes);
-  if (!st.ok()) r.error = st.message();
-  opts_.flight->AddResult(std::move(r));
+  // The chunks are the ring's own (shared): the ring stays frozen until this is on disk, so
+  // nothing is evicted from under the dump and no second copy is made.
+  auto write = [this, info = std::move(info), chunks = std::move(chunks), r = std::move(r),
+                done]() mutable {
+    Status st = WriteFlightDump(r.path, info, opts_.writer_name, chunks, &r.bytes);
+    if (!st.ok()) r.error = st.message();
+    opts_.flight->AddResult(std::move(r));
+    chunks.clear();
+    done();
+  };
+  if (!background) return write();
+  std::lock_guard lk(dump_mu_);
+  dump_threads_.emplace_back(std::move(write));
+}
+
+void Writer::JoinDumps() {
+  std::vector<std::thread> writing;
+  {
+    std::lock_guard lk(dump_mu_);
+    writing.swap(dump_threads_);
+  }
+  for (std::thread& t : writing) t.join();
 }
 
 bool Writer::failed() const {

@@ -146,8 +146,9 @@ class Writer {
     uint32_t blob_skip = 0;      // blob chunks still to store without trying zstd
     uint32_t blob_skip_run = 0;  // the last such run's length (doubles while data stays random)
     RecentBlobs recent_blobs;
-    uint64_t flight_group = 1;  // flight mode: the ring's group its chunks belong to
-    uint64_t dumps_seen = 0;    // flight mode: dump requests it has finished its chunks for
+    uint64_t flight_group = 1;    // flight mode: the ring's group its chunks belong to
+    uint64_t dumps_seen = 0;      // flight mode: dump requests it has finished its chunks for
+    uint64_t last_record_ns = 0;  // the latest time of a record it encoded
     std::chrono::steady_clock::time_point chunk_deadline;
     WriterStats stats;  // the event and blob counters; the file's are in file_stats_
   };
@@ -170,7 +171,10 @@ class Writer {
   // Flight mode, on the lane's thread: finishes its chunks for a dump asked for since, and
   // writes the dump once every lane has.
   void ServeDumps(Lane& l);
-  void WriteDump(uint64_t upto);
+  // Takes the reasons of requests up to `upto` and the ring's chunks, and writes them as a dump:
+  // on a thread of its own when `background`, so the lane goes on recording.
+  void WriteDump(uint64_t upto, bool background);
+  void JoinDumps();
   void StoreBlob(Lane& l, const Hash128& h, const uint8_t* data, size_t n);
   void FlushEvents(Lane& l);
   void FlushBlobs(Lane& l);
@@ -234,8 +238,11 @@ class Writer {
   RecordingInfo info_;
   std::mutex dump_mu_;
   std::vector<uint64_t> dump_acks_;
-  uint64_t dumps_served_ = 0;
+  std::atomic<uint64_t> dumps_served_{0};  // written under dump_mu_
   uint32_t dumps_written_ = 0;
+  std::vector<std::thread> dump_threads_;
+  // Requests whose dump is on disk: the ring stays frozen while a later one is not.
+  std::atomic<uint64_t> dumps_done_{0};
   uint64_t whole_end_ = 0;
   uint32_t whole_chunks_ = 0;
   // Chunks, bytes and file size; and, after a failure, the events the file lost (subtracted

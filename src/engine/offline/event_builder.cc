@@ -23,7 +23,8 @@ int64_t ArgValue(const Field& f, uint64_t raw) {
                           : static_cast<int64_t>(low);
 }
 
-EventBuilder::EventBuilder(const Plan& plan) : at_exit_(plan.needs_exit || plan.remember_at_exit) {
+EventBuilder::EventBuilder(const Plan& plan)
+    : at_exit_(plan.needs_exit || plan.remember_at_exit), time_at_exit_(plan.remember_at_exit) {
   probes_.resize(plan.probes.size());
   for (size_t p = 0; p < plan.probes.size(); ++p) {
     const ProbeInfo& probe = plan.probes[p];
@@ -71,7 +72,8 @@ const Event& EventBuilder::Build(const SyscallEvent& ev, std::string_view path) 
     Value& v = out.values[n.index];
     switch (n.source) {
       case FieldSource::kTime:
-        v = static_cast<int64_t>(ev.entry_ns);
+        // A state pipeline run at the return reads the clock there, as its probe does.
+        v = static_cast<int64_t>(time_at_exit_ && exited ? ev.exit_ns : ev.entry_ns);
         break;
       case FieldSource::kCpu:
         // The ptrace backend cannot tell the CPU (-1): reported as 0, as documented.

@@ -64,7 +64,8 @@ class EventBuilder {
   std::vector<PerProbe> probes_;
   bool needs_paths_ = false;
   bool needs_bytes_ = false;
-  bool at_exit_ = false;  // the plan's probe fires at the call's exit (Event::time_ns)
+  bool at_exit_ = false;       // the plan's probe fires at the call's exit (Event::time_ns)
+  bool time_at_exit_ = false;  // and `time` is read there (a state pipeline at the return)
 };
 
 // An argument value as the live probe loads it (see bpf/codegen/field_gen.cc).

@@ -261,7 +261,8 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
     if (builder.ProbeOf(ev.nr) >= 0)
       run(builder.Build(ev, p), ev.entry_ns, ev.exit_ns ? ev.exit_ns : ev.entry_ns);
     if (!plan.needs_exit) remember(ev, p, false);
-    remember(ev, p, true);
+    // A call that never returned (exit_group, one in flight at the end) has no return to run at.
+    if (!(ev.flags & kEventNoExit)) remember(ev, p, true);
   };
   auto on_process = [&](const ProcessEvent& ev) {
     paths.OnProcess(ev);
@@ -434,8 +435,11 @@ Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
   for (size_t i = 0; i < results.size(); ++i) {
     One& r = results[i];
     AddStats(stats, r.stats);
+    // Name the trace, unless the reader's message does already.
     if (!r.status.ok() && first_error.ok())
-      first_error = Status(r.status.code(), paths[i] + ": " + r.status.message());
+      first_error = r.status.message().rfind(paths[i], 0) == 0
+                        ? r.status
+                        : Status(r.status.code(), paths[i] + ": " + r.status.message());
     // A trace that failed before its first table has nothing to add; one cut short by damage
     // adds what it read before it, as a single trace does.
     for (size_t w = 0; w < r.sink.windows.size(); ++w) {

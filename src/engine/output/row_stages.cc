@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <variant>
 
 #include "engine/aggregate.h"
@@ -10,7 +11,8 @@
 namespace fay {
 namespace {
 
-using OutValue = std::variant<int64_t, std::string>;
+// A column's value as `when` compares it: avg keeps its fraction (it prints two decimals).
+using OutValue = std::variant<int64_t, double, std::string>;
 
 // A key as the output prints it: strings (names of probes, comms) as text, numbers as numbers.
 OutValue KeyValue(const Plan& plan, size_t k, const Value& v) {
@@ -19,9 +21,40 @@ OutValue KeyValue(const Plan& plan, size_t k, const Value& v) {
   return FormatSlotValue(plan, plan.keys[k], v);
 }
 
+OutValue AggValue(const AggSlot& slot, const AggState& state) {
+  if (slot.item->func == AggFunc::kAvg) return state.Average();
+  return state.Scalar();
+}
+
+bool IsNumber(const OutValue& v) {
+  return !std::holds_alternative<std::string>(v);
+}
+
+double AsDouble(const OutValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  return 0;
+}
+
 int64_t AsInt(const OutValue& v) {
-  const auto* i = std::get_if<int64_t>(&v);
-  return i ? *i : 0;
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  if (const auto* d = std::get_if<double>(&v)) return static_cast<int64_t>(*d);
+  return 0;
+}
+
+// -1, 0, 1; nullopt when a string meets a number, which no comparison admits.
+std::optional<int> Compare(const OutValue& l, const OutValue& r) {
+  if (IsNumber(l) != IsNumber(r)) return std::nullopt;
+  if (!IsNumber(l)) {
+    int c = std::get<std::string>(l).compare(std::get<std::string>(r));
+    return (c > 0) - (c < 0);
+  }
+  if (std::holds_alternative<int64_t>(l) && std::holds_alternative<int64_t>(r)) {
+    int64_t a = std::get<int64_t>(l), b = std::get<int64_t>(r);
+    return (a > b) - (a < b);
+  }
+  double a = AsDouble(l), b = AsDouble(r);
+  return (a > b) - (a < b);
 }
 
 // The checker (query/passes/stage_check.cc) let through only literals, output columns and
@@ -36,28 +69,37 @@ OutValue Eval(const Plan& plan, const Row& row, const Expr& e) {
       for (size_t k = 0; k < plan.keys.size() && k < row.keys.size(); ++k)
         if (plan.keys[k].name == e.name) return KeyValue(plan, k, row.keys[k]);
       for (size_t a = 0; a < plan.aggs.size() && a < row.aggs.size(); ++a)
-        if (plan.aggs[a].item->name == e.name) return row.aggs[a].Scalar();
+        if (plan.aggs[a].item->name == e.name) return AggValue(plan.aggs[a], row.aggs[a]);
       return int64_t{0};
     case ExprKind::kUnary: {
-      int64_t v = AsInt(Eval(plan, row, *e.kids[0]));
-      if (e.op == "-") return -v;
-      if (e.op == "~") return ~v;
-      return int64_t{v == 0};
+      OutValue v = Eval(plan, row, *e.kids[0]);
+      if (e.op == "-")
+        return std::holds_alternative<double>(v) ? OutValue(-AsDouble(v)) : OutValue(-AsInt(v));
+      if (e.op == "~") return ~AsInt(v);
+      return int64_t{AsDouble(v) == 0};
     }
     case ExprKind::kBinary: {
       if (e.op == "&&")
-        return int64_t{AsInt(Eval(plan, row, *e.kids[0])) != 0 &&
-                       AsInt(Eval(plan, row, *e.kids[1])) != 0};
+        return int64_t{AsDouble(Eval(plan, row, *e.kids[0])) != 0 &&
+                       AsDouble(Eval(plan, row, *e.kids[1])) != 0};
       if (e.op == "||")
-        return int64_t{AsInt(Eval(plan, row, *e.kids[0])) != 0 ||
-                       AsInt(Eval(plan, row, *e.kids[1])) != 0};
+        return int64_t{AsDouble(Eval(plan, row, *e.kids[0])) != 0 ||
+                       AsDouble(Eval(plan, row, *e.kids[1])) != 0};
       OutValue l = Eval(plan, row, *e.kids[0]), r = Eval(plan, row, *e.kids[1]);
-      if (e.op == "==") return int64_t{l == r};
-      if (e.op == "!=") return int64_t{l != r};
-      if (e.op == "<") return int64_t{l < r};
-      if (e.op == "<=") return int64_t{l <= r};
-      if (e.op == ">") return int64_t{l > r};
-      if (e.op == ">=") return int64_t{l >= r};
+      std::optional<int> c = Compare(l, r);
+      if (e.op == "==") return int64_t{c == 0};
+      if (e.op == "!=") return int64_t{c != 0};
+      if (e.op == "<") return int64_t{c && *c < 0};
+      if (e.op == "<=") return int64_t{c && *c <= 0};
+      if (e.op == ">") return int64_t{c && *c > 0};
+      if (e.op == ">=") return int64_t{c && *c >= 0};
+      if (std::holds_alternative<double>(l) || std::holds_alternative<double>(r)) {
+        double a = AsDouble(l), b = AsDouble(r);
+        if (e.op == "+") return a + b;
+        if (e.op == "-") return a - b;
+        if (e.op == "*") return a * b;
+        if (e.op == "/") return b != 0 ? a / b : 0.0;
+      }
       int64_t a = AsInt(l), b = AsInt(r);
       if (e.op == "+") return a + b;
       if (e.op == "-") return a - b;
@@ -84,7 +126,7 @@ ResultSet ApplyWhen(const Plan& plan, const ResultSet& rs) {
   out.window_end_ns = rs.window_end_ns;
   out.coverage = rs.coverage;
   for (const Row& row : rs.rows)
-    if (AsInt(Eval(plan, row, *plan.when)) != 0) out.rows.push_back(row);
+    if (AsDouble(Eval(plan, row, *plan.when)) != 0) out.rows.push_back(row);
   return out;
 }
 

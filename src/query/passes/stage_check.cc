@@ -166,6 +166,24 @@ Status CheckWhen(const std::string& src, const Expr& e, const AggregateStage& ag
   }
 }
 
+// `after NAME` reads a trigger: a remembered value would be taken by the read, or live under
+// other keys.
+Status CheckAfter(const Query& q, const WhereStage& w) {
+  const std::string& name = w.cond->kids[0]->name;
+  for (const auto& st : q.states) {
+    const auto& r = std::get<RememberStage>(st->stages.back().stage);
+    if (r.name != name || r.trigger) continue;
+    return QueryError(q.text, w.cond->range,
+                      fmt::format("'{}' is remembered, not a trigger: 'after' waits for a "
+                                  "trigger",
+                                  name),
+                      fmt::format("end its pipeline with `trigger {}`, or read the value as "
+                                  "{}[KEY]",
+                                  name, name));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckStages(const Query& q) {
@@ -177,7 +195,9 @@ Status CheckStages(const Query& q) {
                   *format = nullptr, *cluster = nullptr, *when = nullptr;
   for (const StageNode& node : q.stages) {
     const Stage& s = node.stage;
-    const char* word = StageWord(s);
+    const auto* where = std::get_if<WhereStage>(&s);
+    const char* word = where && where->after ? "after" : StageWord(s);
+    if (where && where->after) FAY_RETURN_IF_ERROR(CheckAfter(q, *where));
     if (std::holds_alternative<WhereStage>(s) || std::holds_alternative<SampleStage>(s)) {
       if (main)
         return QueryError(
@@ -224,6 +244,10 @@ Status CheckStages(const Query& q) {
                               ? "e.g. syscall:* | count() by host, probe | cluster 3 by host"
                               : "e.g. syscall:read | count() by comm | when count > 1000");
     } else if (std::holds_alternative<RememberStage>(s)) {
+      if (std::get<RememberStage>(s).trigger)
+        return QueryError(src, node.range, "'trigger' ends a state pipeline before ';'",
+                          "e.g. syscall:fsync | trigger synced; syscall:read | after synced | "
+                          "count()");
       return QueryError(src, node.range, "'remember' ends a state pipeline before ';'",
                         "e.g. uprobe:./app:start | remember time as t0; uprobe:./app:stop | "
                         "hist(time - t0[tid])");

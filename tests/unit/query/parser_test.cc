@@ -65,6 +65,8 @@ TEST(Parser, Precedence) {
   EXPECT_EQ(Where("a or b and c"), "(|| a (&& b c))");
   EXPECT_EQ(Where("ret < 0 and errno == 13"), "(&& (< ret 0) (== errno 13))");
   EXPECT_EQ(Where("not a and b"), "(&& (! a) b)");
+  EXPECT_EQ(Where("not errno == 2 and pid > 0"), "(&& (! (== errno 2)) (> pid 0))");
+  EXPECT_EQ(Where("not not a"), "(! (! a))");
   EXPECT_EQ(Where("a not in (1, 2) or b"), "(|| (! (in a 1 2)) b)");
 }
 

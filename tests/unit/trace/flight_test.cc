@@ -110,6 +110,16 @@ TEST(FlightTest, RingEvictsWholeGroupsOldestFirst) {
   ring.Add(chunk(1, 100, 5));
   EXPECT_EQ(ring.stats().evicted_syscalls, 6u);
   EXPECT_EQ(ring.Snapshot().size(), 8u);
+  // A chunk that may not evict (after a pending trigger) is dropped when full, and the rest of
+  // its group with it; history stays.
+  const uint64_t g = ring.group();
+  ring.Add(chunk(g, 1000, 3), true);
+  EXPECT_EQ(ring.stats().dropped_syscalls, 3u);
+  EXPECT_GT(ring.group(), g);
+  ring.Add(chunk(g, 100, 1));
+  EXPECT_EQ(ring.stats().dropped_syscalls, 3u);  // dropped as cut short, not as kept
+  EXPECT_EQ(ring.stats().evicted_syscalls, 10u);
+  EXPECT_EQ(ring.Snapshot().size(), 8u);
   // Room for the reserve is kept free.
   ring.SetReserve(3000);
   ring.Add(chunk(ring.group(), 1000, 1));
@@ -124,13 +134,20 @@ TEST(FlightTest, DumpsAreNumberedAndCapped) {
   FlightControl plain(1 << 20, "dir.d/trace", 2);
   plain.NextPath();
   EXPECT_EQ(plain.NextPath(), "dir.d/trace.2");
+  // A request while another waits for its dump joins it; the cap counts dumps.
   EXPECT_TRUE(fc.Request("one"));
   EXPECT_TRUE(fc.Request("two"));
-  EXPECT_FALSE(fc.Request("three"));
+  EXPECT_EQ(fc.requested(), 1u);
+  EXPECT_NE(fc.pending_since_ns(), 0u);
+  EXPECT_EQ(fc.TakeReasons(1), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(fc.pending_since_ns(), 0u);
+  EXPECT_TRUE(fc.Request("three", false, 42));
+  EXPECT_EQ(fc.pending_since_ns(), 42u);
+  EXPECT_EQ(fc.TakeReasons(2), std::vector<std::string>{"three"});
+  EXPECT_FALSE(fc.Request("four"));
   EXPECT_EQ(fc.refused(), 1u);
-  EXPECT_EQ(fc.TakeReasons(1), std::vector<std::string>{"one"});
-  EXPECT_EQ(fc.TakeReasons(2), std::vector<std::string>{"two"});
-  EXPECT_TRUE(fc.TakeReasons(2).empty());
+  EXPECT_TRUE(fc.Request("the recording ended", true));  // the dump at exit is never refused
+  EXPECT_EQ(fc.requested(), 3u);
 }
 
 }  // namespace
