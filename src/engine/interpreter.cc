@@ -190,13 +190,7 @@ void Interpreter::Process(const Event& in) {
 }
 
 void Interpreter::Merge(Interpreter& other) {
-  stats_.events_seen += other.stats_.events_seen;
-  stats_.events_matched += other.stats_.events_matched;
-  stats_.dropped += other.stats_.dropped;
-  stats_.map_full += other.stats_.map_full;
-  stats_.read_errors += other.stats_.read_errors;
-  stats_.state_full += other.stats_.state_full;
-  stats_.no_state += other.stats_.no_state;
+  stats_ += other.stats_;
   if (first_error_.ok() && !other.first_error_.ok()) first_error_ = other.first_error_;
   for (auto& [key, states] : other.groups_) {
     auto it = groups_.find(key);

@@ -81,6 +81,21 @@ struct RunStats {
   uint64_t no_entry = 0;    // returns whose entry was never seen (calls in flight at attach)
   uint64_t state_full = 0;  // a state pipeline's value not stored: its map held --max-keys
   uint64_t no_state = 0;    // events dropped because a state they read was not there
+
+  // Partial runs (readers of one trace, several traces) add up.
+  RunStats& operator+=(const RunStats& o) {
+    events_seen += o.events_seen;
+    events_matched += o.events_matched;
+    dropped += o.dropped;
+    map_full += o.map_full;
+    read_errors += o.read_errors;
+    map_busy += o.map_busy;
+    map_errors += o.map_errors;
+    no_entry += o.no_entry;
+    state_full += o.state_full;
+    no_state += o.no_state;
+    return *this;
+  }
 };
 
 }  // namespace fay

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/clock.h"
 #include "common/unique_fd.h"
 #include "trace/crc32c.h"
 #include "trace/file_io.h"
@@ -20,9 +21,7 @@ FlightControl::FlightControl(uint64_t ring_bytes, std::string output, uint32_t m
     : ring_bytes_(ring_bytes), output_(std::move(output)), max_dumps_(max_dumps) {}
 
 bool FlightControl::Request(const std::string& reason, bool always, uint64_t at_ns) {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  const uint64_t now = ClockNs(CLOCK_MONOTONIC);
   std::lock_guard lk(mu_);
   uint64_t n = requested_.load(std::memory_order_relaxed);
   if (n > taken_) {  // a dump still to be written takes this reason too

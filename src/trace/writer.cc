@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/clock.h"
 #include "trace/crc32c.h"
 #include "trace/header_codec.h"
 
@@ -655,10 +656,7 @@ Status Writer::Close() {
 void Writer::ServeDumps(Lane& l) {
   const uint64_t req = opts_.flight->requested();
   if (l.dumps_seen == req || failing()) return;
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-  if (now < opts_.flight->last_request_ns() + FlightControl::kSettleNs) return;
+  if (ClockNs(CLOCK_MONOTONIC) < opts_.flight->last_request_ns() + FlightControl::kSettleNs) return;
   // The trigger's own call may sit in the chunk being built: it goes into the ring first.
   FlushEvents(l);
   l.dumps_seen = req;

@@ -364,17 +364,7 @@ void MergeResults(ResultSet& into, const ResultSet& from) {
 }
 
 void AddStats(TraceQueryStats* to, const TraceQueryStats& s) {
-  RunStats& r = to->run;
-  r.events_seen += s.run.events_seen;
-  r.events_matched += s.run.events_matched;
-  r.dropped += s.run.dropped;
-  r.map_full += s.run.map_full;
-  r.read_errors += s.run.read_errors;
-  r.map_busy += s.run.map_busy;
-  r.map_errors += s.run.map_errors;
-  r.no_entry += s.run.no_entry;
-  r.state_full += s.run.state_full;
-  r.no_state += s.run.no_state;
+  to->run += s.run;
   to->events_read += s.events_read;
   to->chunks_skipped += s.chunks_skipped;
   to->cpu_seconds += s.cpu_seconds;

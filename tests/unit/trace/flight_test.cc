@@ -40,15 +40,7 @@ void WriteFlight(const std::string& path, const Stream& s, FlightControl* fc) {
   o.blob_chunk_bytes = 16 << 10;
   o.flight = fc;
   fc->set_dump_on_exit(true);
-  auto w = Writer::Create(path, testing::SampleInfo(), o);
-  ASSERT_TRUE(w.ok()) << w.status().message();
-  for (auto [proc, i] : s.order) {
-    if (proc)
-      ASSERT_TRUE((*w)->Append(s.processes[i]));
-    else
-      ASSERT_TRUE((*w)->Append(s.syscalls[i]));
-  }
-  ASSERT_TRUE((*w)->Close().ok());
+  WriteStream(path, s, o);
 }
 
 TEST(FlightTest, ARingLargerThanTheRunDumpsAllOfIt) {
