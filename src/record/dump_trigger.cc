@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "engine/offline/trace_catalog.h"
 #include "probes/catalog.h"
 #include "query/compile.h"
@@ -33,6 +35,14 @@ Expected<std::unique_ptr<DumpTrigger>> DumpTrigger::Compile(const std::string& t
   if (!plan.ok())
     return Error(plan.status().code(),
                  fmt::format("--dump-on '{}': {}", text, plan.status().message()));
+  // The recorder shows it each call as it is handed to the trace: syscalls, one at a time.
+  bool syscalls = std::all_of(plan->probes.begin(), plan->probes.end(),
+                              [](const ProbeInfo& p) { return p.kind == ProbeKind::kSyscall; });
+  if (!syscalls || !plan->states.empty())
+    return Error(Code::kInvalidArgument,
+                 fmt::format("--dump-on '{}': a trigger is system calls and a condition on each, "
+                             "e.g. 'syscall:openat where errno == 13'",
+                             text));
   // path comes from an fd table built over the whole trace, from its start: a recorder that
   // sees calls from several threads out of order, and only some of them, cannot keep one.
   if (FindPlanField(*plan, [](FieldSource s) { return s == FieldSource::kPath; }))
