@@ -113,23 +113,43 @@ namespace {
 Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
                    OutputSink& sink, TraceQueryStats* stats);
 
+// Results kept rather than printed: one trace's, to merge with the others'; one table's, to
+// print beside the others' window by window.
+class CollectSink : public OutputSink {
+ public:
+  void Window(const Plan& plan, const ResultSet& rs) override { windows.emplace_back(&plan, rs); }
+  void SelectRow(const Plan&, const std::vector<Value>&, uint64_t) override {}
+  std::vector<std::pair<const Plan*, ResultSet>> windows;
+};
+
 }  // namespace
 
 // Several tables are read one after the other over the same recording, each a plan of the same
 // events (Plan::tables), and printed in that order.
 Status RunTraceQuery(const Plan& plan, const std::string& path, const TraceQueryOptions& opt,
                      OutputSink& sink, TraceQueryStats* stats) {
-  if (!plan.tables.empty() && plan.every_ns)
-    return Error(Code::kInvalidArgument,
-                 "several tables with every over a recording: not yet; query them one by one");
-  FAY_RETURN_IF_ERROR(RunOneTable(plan, path, opt, sink, stats));
-  for (const auto& t : plan.tables) {
+  if (plan.tables.empty()) return RunOneTable(plan, path, opt, sink, stats);
+  // With every, each table's windows are kept and printed as live: every table's first window,
+  // then every table's second, and so on.
+  std::vector<CollectSink> kept(plan.every_ns ? plan.tables.size() + 1 : 0);
+  auto out = [&](size_t i) -> OutputSink& { return kept.empty() ? sink : kept[i]; };
+  Status st = RunOneTable(plan, path, opt, out(0), stats);
+  for (size_t i = 0; st.ok() && i < plan.tables.size(); ++i) {
     TraceQueryStats more;
-    FAY_RETURN_IF_ERROR(RunOneTable(*t, path, opt, sink, &more));
+    st = RunOneTable(*plan.tables[i], path, opt, out(i + 1), &more);
     stats->seconds += more.seconds;
     stats->cpu_seconds += more.cpu_seconds;
   }
-  return Status::Ok();
+  for (size_t w = 0; !kept.empty(); ++w) {
+    bool any = false;
+    for (CollectSink& k : kept) {
+      if (w >= k.windows.size()) continue;
+      sink.Window(*k.windows[w].first, k.windows[w].second);
+      any = true;
+    }
+    if (!any) break;
+  }
+  return st;
 }
 
 namespace {
@@ -305,14 +325,6 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
 }  // namespace
 
 namespace {
-
-// One trace's results, kept to be merged with the others' rather than printed.
-class CollectSink : public OutputSink {
- public:
-  void Window(const Plan& plan, const ResultSet& rs) override { windows.emplace_back(&plan, rs); }
-  void SelectRow(const Plan&, const std::vector<Value>&, uint64_t) override {}
-  std::vector<std::pair<const Plan*, ResultSet>> windows;
-};
 
 // A key tuple as bytes, to find a row across traces (offline keys are ints and strings).
 std::string EncodeRowKeys(const std::vector<Value>& keys) {
