@@ -685,7 +685,7 @@ void Writer::WriteDump(uint64_t upto, bool background) {
   info.flight_reason = reasons[0];
   if (reasons.size() > 1) info.flight_reason += fmt::format(" (and {} more)", reasons.size() - 1);
   info.flight_ring_bytes = opts_.flight->ring_bytes();
-  // Only what went before the window: chunks dropped while frozen came after the trigger.
+  // Only what went before the window: the chunks that could not evict came after the trigger.
   info.flight_evicted_syscalls = rs.evicted_syscalls - rs.dropped_syscalls;
   FlightDumpResult r;
   bool first = true;
@@ -705,8 +705,8 @@ void Writer::WriteDump(uint64_t upto, bool background) {
   r.reason = info.flight_reason;
   r.from_ns = info.flight_from_ns;
   r.to_ns = info.flight_to_ns;
-  // The chunks are the ring's own (shared): the ring stays frozen until this is on disk, so
-  // nothing is evicted from under the dump and no second copy is made.
+  // The chunks are the ring's own (shared): nothing evicts until this is on disk (see keep in
+  // WriteChunk), so the dump costs no second copy.
   auto write = [this, info = std::move(info), chunks = std::move(chunks), r = std::move(r),
                 done]() mutable {
     Status st = WriteFlightDump(r.path, info, opts_.writer_name, chunks, &r.bytes);
