@@ -241,7 +241,7 @@ class Writer {
   std::atomic<uint64_t> dumps_served_{0};  // written under dump_mu_
   uint32_t dumps_written_ = 0;
   std::vector<std::thread> dump_threads_;
-  // Requests whose dump is on disk: the ring stays frozen while a later one is not.
+  // Requests whose dump is on disk: while a later one is not, no chunk evicts.
   std::atomic<uint64_t> dumps_done_{0};
   uint64_t whole_end_ = 0;
   uint32_t whole_chunks_ = 0;
