@@ -11,6 +11,7 @@
 
 #include "engine/output/format.h"
 #include "engine/output/hist_bars.h"
+#include "engine/output/row_stages.h"
 #include "query/agg_layout.h"
 #include "sinks/metrics.h"
 
@@ -402,7 +403,9 @@ class Tee : public OutputSink {
  public:
   Tee(std::unique_ptr<OutputSink> inner, ClickHouseSink* ch) : inner_(std::move(inner)), ch_(ch) {}
   void Window(const Plan& plan, const ResultSet& rs) override {
-    ch_->Window(rs);
+    // The table gets the rows the query prints (after `when`); for `cluster`, the rows it
+    // grouped, which fit the table's columns.
+    ch_->Window(plan.when ? ApplyWhen(plan, rs) : rs);
     inner_->Window(plan, rs);
   }
   void SelectRow(const Plan& plan, const std::vector<Value>& row, uint64_t t) override {

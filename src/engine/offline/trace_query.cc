@@ -358,13 +358,20 @@ bool KeysLess(const std::vector<Value>& a, const std::vector<Value>& b) {
   return a.size() < b.size();
 }
 
-// Folds `from` into `into`, key by key, with the exact merge of each aggregate.
-void MergeResults(ResultSet& into, const ResultSet& from) {
+// Folds `from` into `into`, key by key, with the exact merge of each aggregate. A key past
+// max_keys is counted in *map_full and left out, as a full map refuses it live.
+void MergeResults(ResultSet& into, const ResultSet& from, size_t max_keys, uint64_t* map_full) {
   std::unordered_map<std::string, size_t> at;
   for (size_t i = 0; i < into.rows.size(); ++i) at.emplace(EncodeRowKeys(into.rows[i].keys), i);
   for (const Row& row : from.rows) {
-    auto [it, fresh] = at.emplace(EncodeRowKeys(row.keys), into.rows.size());
-    if (fresh) {
+    std::string key = EncodeRowKeys(row.keys);
+    auto it = at.find(key);
+    if (it == at.end()) {
+      if (into.rows.size() >= max_keys) {
+        ++*map_full;
+        continue;
+      }
+      at.emplace(std::move(key), into.rows.size());
       into.rows.push_back(row);
       continue;
     }
@@ -448,7 +455,8 @@ Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
       if (w >= merged.size())
         merged.push_back(std::move(r.sink.windows[w]));
       else
-        MergeResults(merged[w].second, r.sink.windows[w].second);
+        MergeResults(merged[w].second, r.sink.windows[w].second, plan.max_keys,
+                     &stats->run.map_full);
     }
   }
   for (auto& [p, rs] : merged) {
