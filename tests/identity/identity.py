@@ -177,6 +177,15 @@ def return_split(body):
     return best
 
 
+def canonical_sigchld(lines):
+    """A child's SIGCHLD reaches a parent blocked in wait4 when wait4 returns, and one that has
+    not called it yet at once: which of the two a run sees is up to the scheduler, not the
+    recorder. A SIGCHLD right after a wait4 is put before it, so both runs read the same."""
+    for i in range(1, len(lines)):
+        if lines[i].startswith("--- SIGCHLD") and lines[i - 1].startswith("wait4("):
+            lines[i - 1], lines[i] = lines[i], lines[i - 1]
+
+
 class Trace:
     def __init__(self, text, recorder_pid, source, count_from=2):
         self.problems = []
@@ -236,6 +245,8 @@ class Trace:
                 self.threads[t] = []
                 self.order.append(t)
             self.threads[t].append(body)
+        for lines in self.threads.values():
+            canonical_sigchld(lines)
 
     @staticmethod
     def normalise(call, body, names):
