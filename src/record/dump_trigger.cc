@@ -76,8 +76,8 @@ std::vector<int> DumpTrigger::Syscalls() const {
 
 void DumpTrigger::Observe(const SyscallEvent& ev) {
   if (next_ && next_->Wants(ev.nr)) next_->Observe(ev);
+  if (builder_.ProbeOf(ev.nr) < 0) return;  // a call only the next observer wanted
   std::lock_guard lk(mu_);
-  if (builder_.ProbeOf(ev.nr) < 0) return;
   if (!interp_.Select(builder_.Build(ev, {}))) return;
   const uint64_t t = ev.LastNs();
   if (fired_ && t < last_fired_ns_ + rest_ns_) return;

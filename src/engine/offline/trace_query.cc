@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -322,56 +323,20 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   return st;
 }
 
-}  // namespace
-
-namespace {
-
-// A key tuple as bytes, to find a row across traces (offline keys are ints and strings).
-std::string EncodeRowKeys(const std::vector<Value>& keys) {
-  std::string out;
-  for (const Value& v : keys) {
-    if (const auto* i = std::get_if<int64_t>(&v)) {
-      out += 'i';
-      out.append(reinterpret_cast<const char*>(i), sizeof *i);
-    } else if (const auto* str = std::get_if<std::string>(&v)) {
-      out += 's';
-      uint64_t n = str->size();
-      out.append(reinterpret_cast<const char*>(&n), sizeof n);
-      out += *str;
-    }
-  }
-  return out;
-}
-
-bool KeysLess(const std::vector<Value>& a, const std::vector<Value>& b) {
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    const auto* ai = std::get_if<int64_t>(&a[i]);
-    const auto* bi = std::get_if<int64_t>(&b[i]);
-    if (ai && bi) {
-      if (*ai != *bi) return *ai < *bi;
-      continue;
-    }
-    const auto* as = std::get_if<std::string>(&a[i]);
-    const auto* bs = std::get_if<std::string>(&b[i]);
-    if (as && bs && *as != *bs) return *as < *bs;
-  }
-  return a.size() < b.size();
-}
-
 // Folds `from` into `into`, key by key, with the exact merge of each aggregate. A key past
 // max_keys is counted in *map_full and left out, as a full map refuses it live.
 void MergeResults(ResultSet& into, const ResultSet& from, size_t max_keys, uint64_t* map_full) {
-  std::unordered_map<std::string, size_t> at;
-  for (size_t i = 0; i < into.rows.size(); ++i) at.emplace(EncodeRowKeys(into.rows[i].keys), i);
+  // Keyed as the interpreter keys its groups.
+  std::map<std::vector<Value>, size_t> at;
+  for (size_t i = 0; i < into.rows.size(); ++i) at.emplace(into.rows[i].keys, i);
   for (const Row& row : from.rows) {
-    std::string key = EncodeRowKeys(row.keys);
-    auto it = at.find(key);
+    auto it = at.find(row.keys);
     if (it == at.end()) {
       if (into.rows.size() >= max_keys) {
         ++*map_full;
         continue;
       }
-      at.emplace(std::move(key), into.rows.size());
+      at.emplace(row.keys, into.rows.size());
       into.rows.push_back(row);
       continue;
     }
@@ -461,7 +426,7 @@ Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
   }
   for (auto& [p, rs] : merged) {
     std::sort(rs.rows.begin(), rs.rows.end(),
-              [](const Row& a, const Row& b) { return KeysLess(a.keys, b.keys); });
+              [](const Row& a, const Row& b) { return a.keys < b.keys; });
     sink.Window(*p, rs);
   }
   stats->threads = workers;

@@ -16,8 +16,8 @@ using OutValue = std::variant<int64_t, double, std::string>;
 
 // A key as the output prints it: strings (names of probes, comms) as text, numbers as numbers.
 OutValue KeyValue(const Plan& plan, size_t k, const Value& v) {
-  if (plan.keys[k].type.kind == TypeKind::kString) return FormatSlotValue(plan, plan.keys[k], v);
-  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  const auto* i = std::get_if<int64_t>(&v);
+  if (i && plan.keys[k].type.kind != TypeKind::kString) return *i;
   return FormatSlotValue(plan, plan.keys[k], v);
 }
 
