@@ -119,28 +119,17 @@ int FlightSummary(const RecordCli& c, const record::RecordResult& r,
   return failed ? 1 : r.exit_code;
 }
 
-int Run(RecordCli& c) {
-  if (!c.max_buffer.empty() && !ParseSize(c.max_buffer, &c.opt.max_buffer)) {
-    fmt::print(stderr, "fay: --max-buffer: '{}' is not a size (examples: 4096, 64K, 1M)\n",
-               c.max_buffer);
-    return 2;
-  }
-  if (!c.ring_size.empty() && !ParseSize(c.ring_size, &c.opt.ring_size)) {
-    fmt::print(stderr, "fay: --ring-size: '{}' is not a size (examples: 8M, 64M, 1G)\n",
-               c.ring_size);
-    return 2;
-  }
-  // The paths the program changes, followed as the calls are recorded, for the end state.
-  std::optional<EndStateObserver> changes;
-  if (!c.no_end_state) {
-    changes.emplace(StartingDirectory(c.opt.pid));
-    c.opt.observer = &*changes;
-  }
-  // --flight: the trace stays in a ring in memory and is written when a trigger asks.
-  std::unique_ptr<trace::FlightControl> flight;
-  std::unique_ptr<record::DumpSignals> dump_signals;
+// --flight's parts, which live as long as the recording.
+struct Flight {
+  std::unique_ptr<trace::FlightControl> control;
+  std::unique_ptr<record::DumpSignals> signals;
   std::vector<std::unique_ptr<record::DumpTrigger>> triggers;
   bool usr1 = false;  // whether SIGUSR1 asks for a dump (the summary's hint says so)
+};
+
+// --flight and --dump-on: the trace stays in a ring in memory and is written when a trigger
+// asks. 0, or the exit status of a usage error it printed.
+int StartFlight(RecordCli& c, Flight& f) {
   if (!c.flight.empty()) {
     uint64_t size = 0;
     if (!ParseSize(c.flight, &size) || size < (1u << 20)) {
@@ -151,14 +140,14 @@ int Run(RecordCli& c) {
     }
     std::string out = c.opt.output.empty() ? record::DefaultOutputName(c.opt) : c.opt.output;
     c.opt.output = out;
-    flight = std::make_unique<trace::FlightControl>(size, out, c.max_dumps);
-    c.opt.flight = flight.get();
+    f.control = std::make_unique<trace::FlightControl>(size, out, c.max_dumps);
+    c.opt.flight = f.control.get();
     std::vector<int> sigs;
     for (const std::string& d : c.dump_on) {
       if (d == "exit") {
-        flight->set_dump_on_exit(true);
+        f.control->set_dump_on_exit(true);
       } else if (d.find(':') != std::string::npos) {
-        auto t = record::DumpTrigger::Compile(d, flight.get(), c.opt.observer);
+        auto t = record::DumpTrigger::Compile(d, f.control.get(), c.opt.observer);
         if (!t.ok()) {
           fmt::print(stderr, "fay: {}\n", t.status().message());
           return 2;
@@ -174,8 +163,8 @@ int Run(RecordCli& c) {
               return 2;
             }
         }
-        triggers.push_back(std::move(t).value());
-        c.opt.observer = triggers.back().get();
+        f.triggers.push_back(std::move(t).value());
+        c.opt.observer = f.triggers.back().get();
       } else if (int s = record::ParseSignal(d); record::IsDumpSignal(s)) {
         sigs.push_back(s);
       } else if (s > 0) {
@@ -194,28 +183,50 @@ int Run(RecordCli& c) {
       }
     }
     if (c.dump_on.empty()) sigs.push_back(SIGUSR1);
-    usr1 = std::find(sigs.begin(), sigs.end(), SIGUSR1) != sigs.end();
+    f.usr1 = std::find(sigs.begin(), sigs.end(), SIGUSR1) != sigs.end();
     if (!sigs.empty()) {
-      auto ds = record::DumpSignals::Start(sigs, flight.get());
+      auto ds = record::DumpSignals::Start(sigs, f.control.get());
       if (!ds.ok()) {
         fmt::print(stderr, "fay: {}\n", ds.status().message());
         return 1;
       }
-      dump_signals = std::move(ds).value();
+      f.signals = std::move(ds).value();
     }
   } else if (!c.dump_on.empty()) {
     fmt::print(stderr, "fay: --dump-on needs --flight SIZE (a flight recorder's ring)\n");
     return 2;
   }
+  return 0;
+}
+
+int Run(RecordCli& c) {
+  if (!c.max_buffer.empty() && !ParseSize(c.max_buffer, &c.opt.max_buffer)) {
+    fmt::print(stderr, "fay: --max-buffer: '{}' is not a size (examples: 4096, 64K, 1M)\n",
+               c.max_buffer);
+    return 2;
+  }
+  if (!c.ring_size.empty() && !ParseSize(c.ring_size, &c.opt.ring_size)) {
+    fmt::print(stderr, "fay: --ring-size: '{}' is not a size (examples: 8M, 64M, 1G)\n",
+               c.ring_size);
+    return 2;
+  }
+  // The paths the program changes, followed as the calls are recorded, for the end state.
+  std::optional<EndStateObserver> changes;
+  if (!c.no_end_state) {
+    changes.emplace(StartingDirectory(c.opt.pid));
+    c.opt.observer = &*changes;
+  }
+  Flight flight;
+  if (int rc = StartFlight(c, flight); rc != 0) return rc;
   auto r = record::Record(c.opt);
-  dump_signals.reset();
-  if (flight) {
+  flight.signals.reset();
+  if (flight.control) {
     if (!r.ok()) {
       fmt::print(stderr, "fay: {}\n", r.status().message());
       return 1;
     }
     if (!r->error.empty()) fmt::print(stderr, "fay: {}\n", r->error);
-    return FlightSummary(c, *r, *flight, usr1);
+    return FlightSummary(c, *r, *flight.control, flight.usr1);
   }
   if (!r.ok()) {
     fmt::print(stderr, "fay: {}\n", r.status().message());
