@@ -25,6 +25,8 @@ namespace thread_state {
 constinit thread_local Ids t_ids;
 constinit thread_local uint32_t t_slot = 0;
 constinit thread_local uint64_t t_cookie = 0;
+constinit thread_local const void* t_entry_record = nullptr;
+constinit thread_local uint64_t t_entry_slot = 0;
 std::atomic<uint64_t> g_fork_generation{1};
 namespace {
 pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
@@ -50,6 +52,8 @@ const Ids& Refresh() {
 namespace {
 
 using thread_state::t_cookie;
+using thread_state::t_entry_record;
+using thread_state::t_entry_slot;
 using thread_state::t_ids;
 using thread_state::t_slot;
 using ThreadIds = thread_state::Ids;
@@ -114,6 +118,15 @@ bool Mine(const ShmMap* m, const void* key) {
   return first == Ids().pid_tgid;
 }
 
+// The entry record the return being probed carries, when `key` (already this thread's) names
+// its slot: {pid_tgid, slot}, as the exit program builds it.
+const void* ServedRecord(const ShmMap* m, const void* key) {
+  if (!t_entry_record || m->shape().key_size < 16 || m->shape().value_size != 56) return nullptr;
+  uint64_t slot;
+  std::memcpy(&slot, static_cast<const uint8_t*>(key) + 8, 8);
+  return slot == t_entry_slot ? t_entry_record : nullptr;
+}
+
 }  // namespace
 
 void SetTscClock(const TscClock* clock) {
@@ -129,6 +142,17 @@ int64_t SlotTlsOffset() {
   return off >= INT32_MIN && off <= INT32_MAX ? off : 0;
 }
 
+uint64_t ProbeClockNs() {
+  uint64_t ns = g_clock ? ReadTscClock(*g_clock) : 0;
+  if (ns == 0) ns = ClockNs(CLOCK_MONOTONIC);  // the vDSO: no system call
+  // fay's refreshed mapping may sit a few hundred ns from the last: a thread never sees its
+  // clock go back, so a latency is never negative.
+  static constinit thread_local uint64_t t_last = 0;
+  if (ns < t_last) ns = t_last;
+  t_last = ns;
+  return ns;
+}
+
 Helpers RuntimeHelpers() {
   Helpers h;
   h.array_layout = [](uint64_t map, ArrayLayout* out) { return MapOf(map)->Layout(out); };
@@ -137,9 +161,12 @@ Helpers RuntimeHelpers() {
   f[BPF_FUNC_map_lookup_elem] = [](void*, const uint64_t a[5]) {
     const ShmMap* m = MapOf(a[0]);
     const void* key = reinterpret_cast<const void*>(a[1]);
-    if (Mine(m, key))
+    if (Mine(m, key)) {
+      // Read-only use only: fay's exit programs copy the record out and delete it.
+      if (const void* served = ServedRecord(m, key)) return reinterpret_cast<uint64_t>(served);
       return reinterpret_cast<uint64_t>(
           ThreadEntries::Lookup(m, key, m->shape().key_size, m->shape().value_size));
+    }
     return reinterpret_cast<uint64_t>(m->Lookup(key, t_slot));
   };
   f[BPF_FUNC_map_update_elem] = [](void*, const uint64_t a[5]) {
@@ -154,21 +181,14 @@ Helpers RuntimeHelpers() {
   f[BPF_FUNC_map_delete_elem] = [](void*, const uint64_t a[5]) {
     const ShmMap* m = MapOf(a[0]);
     const void* key = reinterpret_cast<const void*>(a[1]);
-    if (Mine(m, key))
+    if (Mine(m, key)) {
+      if (ServedRecord(m, key)) return uint64_t{0};  // it goes with the shadow frame
       return static_cast<uint64_t>(
           ThreadEntries::Delete(m, key, m->shape().key_size, m->shape().value_size));
+    }
     return static_cast<uint64_t>(m->Delete(key, t_slot));
   };
-  f[BPF_FUNC_ktime_get_ns] = [](void*, const uint64_t*) {
-    uint64_t ns = g_clock ? ReadTscClock(*g_clock) : 0;
-    if (ns == 0) ns = ClockNs(CLOCK_MONOTONIC);  // the vDSO: no system call
-    // fay's refreshed mapping may sit a few hundred ns from the last: a thread never sees its
-    // clock go back, so a latency is never negative.
-    thread_local uint64_t t_last = 0;
-    if (ns < t_last) ns = t_last;
-    t_last = ns;
-    return ns;
-  };
+  f[BPF_FUNC_ktime_get_ns] = [](void*, const uint64_t*) { return ProbeClockNs(); };
   f[BPF_FUNC_get_prandom_u32] = [](void*, const uint64_t*) {
     thread_local uint64_t x = 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uint64_t>(&x);
     x ^= x << 13;  // xorshift64: sampling needs speed, not secrecy

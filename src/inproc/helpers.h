@@ -28,6 +28,10 @@ struct Ids {
 extern constinit thread_local Ids t_ids;
 extern constinit thread_local uint32_t t_slot;
 extern constinit thread_local uint64_t t_cookie;
+// The entry record of the return being probed (null elsewhere), and the stack slot its key
+// names: what a lookup of this thread's entry map answers.
+extern constinit thread_local const void* t_entry_record;
+extern constinit thread_local uint64_t t_entry_slot;
 extern std::atomic<uint64_t> g_fork_generation;
 const Ids& Refresh();  // reads the ids again
 }  // namespace thread_state
@@ -46,6 +50,16 @@ inline uint32_t CurrentTid() {
 // The clock bpf_ktime_get_ns reads when usable (the region's); clock_gettime otherwise.
 struct TscClock;
 void SetTscClock(const TscClock* clock);
+// What bpf_ktime_get_ns answers: the entry records of return probes read it too.
+uint64_t ProbeClockNs();
+// While a return's programs run: the record its entry kept (the time and the six arguments, as
+// the entry program would have stored them in the entry map) and the stack slot that held the
+// return address. A lookup of the entry map under this thread's id and that slot answers the
+// record, and its delete is a no-op, so the entry program need not run. Null: none.
+inline void SetCurrentEntryRecord(const void* record, uint64_t slot) {
+  thread_state::t_entry_record = record;
+  thread_state::t_entry_slot = slot;
+}
 // What bpf_get_attach_cookie answers on the calling thread until changed: the probe's index.
 inline void SetCurrentCookie(uint64_t cookie) {
   thread_state::t_cookie = cookie;

@@ -28,6 +28,7 @@
 #include "inproc/helpers.h"
 #include "inproc/interpreter.h"
 #include "inproc/patchability.h"
+#include "inproc/patcher.h"
 #include "inproc/start_files.h"
 
 namespace fay::inproc {
@@ -259,6 +260,11 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
       rp.cookie = static_cast<uint64_t>(p);
       rp.program = static_cast<uint32_t>(k);
       rp.is_return = g.attach.is_exit;
+      // An entry program that keeps only the time and the six arguments (no strings) does what
+      // the return probe's shadow frame does anyway: the runtime serves its record from there.
+      if (g.attach.role == ProgRole::kEntry &&
+          gen.maps[bpf::kMapEntry].value_size == sizeof(EntryRecord))
+        rp.flags |= kRegionPatchEntryRecord;
       std::snprintf(rp.path, sizeof rp.path, "%s", info.name.c_str());
       char real[PATH_MAX];
       std::snprintf(rp.file, sizeof rp.file, "%s",

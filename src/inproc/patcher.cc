@@ -78,7 +78,7 @@ struct ReturnProbe {
   EntryHandler on_entry;
   ReturnHandler on_return;
   void* context;
-  bool entry_time;
+  bool entry_record;
   // Cleared when its patch goes. A thread may still be inside the function, its frame on a
   // shadow stack pointing here: the probe is kept for it (never freed), and says nothing.
   std::atomic<bool> live{true};
@@ -89,8 +89,8 @@ namespace {
 struct ShadowFrame {
   uint64_t ret;   // where the function was to return
   uint64_t slot;  // the stack slot that held it: orders frames, finds the one returning
-  uint64_t entry_ns;
   const ReturnProbe* probe;
+  EntryRecord entry;  // filled only for a probe that keeps it
 };
 
 struct ShadowStack {
@@ -132,11 +132,12 @@ ShadowStack* Shadow() {
 thread_local bool t_in_handler = false;
 std::atomic<uint64_t> g_too_deep{0}, g_skipped{0};
 
-uint64_t NowNs() {
+uint64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
+std::atomic<uint64_t (*)()> g_entry_clock{&MonotonicNs};
 
 uint64_t LandingAddress();
 
@@ -155,8 +156,23 @@ void EnterForReturn(void* context, const EntryRegs* regs) {
   }
   // The return address sits right above the registers the trampoline pushed.
   auto* slot = reinterpret_cast<uint64_t*>(reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs));
-  shadow->frames[shadow->depth++] = {*slot, reinterpret_cast<uint64_t>(slot),
-                                     probe->entry_time ? NowNs() : 0, probe};
+  ShadowFrame& f = shadow->frames[shadow->depth];
+  f.ret = *slot;
+  f.slot = reinterpret_cast<uint64_t>(slot);
+  f.probe = probe;
+  if (probe->entry_record) {
+    f.entry.ns = g_entry_clock.load(std::memory_order_relaxed)();
+    f.entry.args[0] = regs->rdi;
+    f.entry.args[1] = regs->rsi;
+    f.entry.args[2] = regs->rdx;
+    f.entry.args[3] = regs->rcx;
+    f.entry.args[4] = regs->r8;
+    f.entry.args[5] = regs->r9;
+  }
+  // Counted in only once whole: a signal handler running a probed function meanwhile pushes
+  // above it.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ++shadow->depth;
   *slot = LandingAddress();
   t_in_handler = false;
 }
@@ -186,7 +202,8 @@ extern "C" uint64_t FayInprocLanding(const uint64_t* saved) {
   s.depth = at;
   if (f.probe->live.load(std::memory_order_acquire) && !t_in_handler) {
     t_in_handler = true;
-    f.probe->on_return(f.probe->context, saved[5], f.entry_ns, slot + 8);
+    f.probe->on_return(f.probe->context, saved[5], f.probe->entry_record ? &f.entry : nullptr,
+                       slot + 8);
     t_in_handler = false;
   }
   return f.ret;
@@ -233,6 +250,10 @@ uint64_t LandingAddress() {
 
 }  // namespace
 
+void SetEntryClock(uint64_t (*now)()) {
+  g_entry_clock.store(now ? now : &MonotonicNs, std::memory_order_relaxed);
+}
+
 ReturnProbeStats ReturnStats() {
   return {g_too_deep.load(), g_skipped.load()};
 }
@@ -243,11 +264,11 @@ EntryPatch::EntryPatch(Key, uint64_t address, std::vector<uint8_t> original, Cod
 Expected<std::unique_ptr<EntryPatch>> EntryPatch::InstallReturn(uint64_t address, size_t size,
                                                                 EntryHandler on_entry,
                                                                 ReturnHandler on_return,
-                                                                void* context, bool entry_time) {
+                                                                void* context, bool entry_record) {
   if (LandingAddress() == 0) return Error(Code::kIo, "cannot map the return probes' landing stub");
   auto probe = std::make_unique<ReturnProbe>();
   probe->on_entry = on_entry;
-  probe->entry_time = entry_time;
+  probe->entry_record = entry_record;
   probe->on_return = on_return;
   probe->context = context;
   FAY_ASSIGN_OR_RETURN(std::unique_ptr<EntryPatch> p,

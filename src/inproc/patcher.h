@@ -27,17 +27,30 @@ static_assert(sizeof(EntryRegs) == 72);
 // Called on every entry to the function, on the thread that calls it. It must not unwind.
 using EntryHandler = void (*)(void* context, const EntryRegs* regs);
 
-// Called when the function returns, with what it returned (rax) and the CLOCK_MONOTONIC time of
-// the entry it returns from. Return probes keep the caller's return address on a per-thread
-// shadow stack and make the function return to a landing stub first, so recursion is exact. A
-// longjmp out of a probed function skips its return: the next return of a probed frame below
-// it finds it on the way and drops it, unreported but counted (ReturnProbeStats::skipped); until
-// then it takes a place on the shadow stack. An exception unwinding through a probed frame finds
-// the landing stub as its return address, which has no unwind information: do not put return probes
-// on functions an exception can pass through (the kernel's uretprobes share the limit).
-// `sp` is the stack pointer after the return, as a kernel uretprobe's context has it: the
-// entry's plus 8.
-using ReturnHandler = void (*)(void* context, uint64_t ret, uint64_t entry_ns, uint64_t sp);
+// What a return probe's entry keeps for its return, in the layout of the entry record fay's
+// programs keep under the thread's id (the time, then the six argument registers): the runtime
+// serves it to them from here, with no map update at the entry and no lookup at the return.
+struct EntryRecord {
+  uint64_t ns;  // the entry's time, from the clock set by SetEntryClock
+  uint64_t args[6];
+};
+static_assert(sizeof(EntryRecord) == 56);
+
+// The clock an entry record's time is read from: CLOCK_MONOTONIC until set. The runtime sets
+// the one its programs read, so that a latency is the difference of two readings of one clock.
+void SetEntryClock(uint64_t (*now)());
+
+// Called when the function returns, with what it returned (rax) and the record of the entry it
+// returns from (null when the probe keeps none). Return probes keep the caller's return address on
+// a per-thread shadow stack and make the function return to a landing stub first, so recursion is
+// exact. A longjmp out of a probed function skips its return: the next return of a probed frame
+// below it finds it on the way and drops it, unreported but counted (ReturnProbeStats::skipped);
+// until then it takes a place on the shadow stack. An exception unwinding through a probed frame
+// finds the landing stub as its return address, which has no unwind information: do not put return
+// probes on functions an exception can pass through (the kernel's uretprobes share the limit). `sp`
+// is the stack pointer after the return, as a kernel uretprobe's context has it: the entry's
+// plus 8.
+using ReturnHandler = void (*)(void* context, uint64_t ret, const EntryRecord* entry, uint64_t sp);
 
 // Return probes a thread can have pending at once (nested and recursive calls); deeper calls
 // run unprobed and are counted in ReturnProbeStats.
@@ -62,12 +75,11 @@ class EntryPatch {
                                                        EntryHandler handler, void* context);
   // A return probe: `on_return` runs when the function returns (see ReturnHandler); `on_entry`
   // may be null.
-  // `entry_time` false: on_return gets 0 for the entry's time, and the entry saves a clock read
-  // (the runtime's programs keep their own).
+  // `entry_record` false: on_return gets no EntryRecord, and the entry saves a clock read.
   static Expected<std::unique_ptr<EntryPatch>> InstallReturn(uint64_t address, size_t size,
                                                              EntryHandler on_entry,
                                                              ReturnHandler on_return, void* context,
-                                                             bool entry_time = true);
+                                                             bool entry_record = true);
   ~EntryPatch();
   EntryPatch(const EntryPatch&) = delete;
   EntryPatch& operator=(const EntryPatch&) = delete;

@@ -14,7 +14,7 @@
 namespace fay::inproc {
 
 inline constexpr uint64_t kRegionMagic = 0x3150524e49594146ull;  // "FAYINPR1"
-inline constexpr uint32_t kRegionVersion = 2;
+inline constexpr uint32_t kRegionVersion = 3;
 // Copies of each per-CPU map: a probe run holds one for its whole run, as a CPU does.
 inline constexpr uint32_t kMaxSlots = 64;
 // "FD,PID": the region's descriptor in the process, and fay's pid, whose /proc/PID/fd/FD the
@@ -60,6 +60,8 @@ struct RegionMap {
   uint64_t offset, bytes;
 };
 
+inline constexpr uint32_t kRegionPatchEntryRecord = 1;
+
 struct RegionProgram {
   uint64_t insns_off;
   uint32_t insn_count;
@@ -75,8 +77,13 @@ struct RegionPatch {
   uint64_t cookie;       // what bpf_get_attach_cookie answers: the probe's index
   uint32_t program;      // into the programs
   uint32_t is_return;    // run when the function returns
-  char path[256];        // the probe's name, for messages
-  char file[256];        // the ELF file's real path: matched where the maps name another device
+  // kRegionPatchEntryRecord: the program only keeps the entry record (time and arguments) that
+  // the function's return programs read; the return probe's shadow frame keeps it instead, and
+  // the program is not run.
+  uint32_t flags;
+  uint32_t reserved;
+  char path[256];  // the probe's name, for messages
+  char file[256];  // the ELF file's real path: matched where the maps name another device
 };
 
 }  // namespace fay::inproc

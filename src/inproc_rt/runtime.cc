@@ -41,6 +41,9 @@ struct Site {
   uint64_t address = 0;
   uint64_t size = 0;
   std::vector<Run> on_entry, on_return;
+  // The return probe keeps the entry record the return programs read (kRegionPatchEntryRecord),
+  // in place of the entry program that would store it.
+  bool keeps_record = false;
   std::string path;
 };
 
@@ -157,7 +160,7 @@ void OnEntry(void* context, const EntryRegs* regs) {
   t_in_probe = false;
 }
 
-void OnReturn(void* context, uint64_t ret, uint64_t /*entry_ns*/, uint64_t sp) {
+void OnReturn(void* context, uint64_t ret, const EntryRecord* entry, uint64_t sp) {
   const Site* site = static_cast<const Site*>(context);
   if (t_in_probe) return;
   t_in_probe = true;
@@ -171,7 +174,10 @@ void OnReturn(void* context, uint64_t ret, uint64_t /*entry_ns*/, uint64_t sp) {
   pt.ax = ret;
   pt.sp = sp;
   pt.ip = site->address;
+  // The exit programs' key: this thread's id and the slot that held the return address.
+  SetCurrentEntryRecord(entry, sp - 8);
   RunAll(site->on_return, &pt);
+  SetCurrentEntryRecord(nullptr, 0);
   t_in_probe = false;
 }
 
@@ -253,16 +259,19 @@ void PatchMapped(Runtime* rt) {
       site->size = p.size;
       site->path = p.path;
     }
-    (p.is_return ? site->on_return : site->on_entry)
-        .push_back({&rt->programs[p.program], p.cookie});
+    if (p.flags & kRegionPatchEntryRecord)
+      site->keeps_record = true;
+    else
+      (p.is_return ? site->on_return : site->on_entry)
+          .push_back({&rt->programs[p.program], p.cookie});
   }
   for (auto& [at, site] : by_address) {
     if (debug) std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(), (unsigned long)at);
-    auto patch =
-        site->on_return.empty()
-            ? EntryPatch::Install(site->address, site->size, &OnEntry, site)
-            : EntryPatch::InstallReturn(site->address, site->size, &OnEntry, &OnReturn, site,
-                                        /*entry_time=*/false);
+    auto patch = site->on_return.empty()
+                     ? EntryPatch::Install(site->address, site->size, &OnEntry, site)
+                     : EntryPatch::InstallReturn(site->address, site->size,
+                                                 site->on_entry.empty() ? nullptr : &OnEntry,
+                                                 &OnReturn, site, site->keeps_record);
     if (!patch.ok()) {
       NoteRefusal(h, site->path + ": " + patch.status().message());
       continue;
@@ -312,6 +321,7 @@ void Start(const char* spec) {
   }
   g_runtime = rt.get();
   SetTscClock(&h->clock);
+  SetEntryClock(&ProbeClockNs);
   rt->patch_table = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
   PatchMapped(rt.get());
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,

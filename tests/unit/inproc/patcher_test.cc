@@ -139,6 +139,7 @@ long (*volatile outer)(long) = &Outer;
 
 struct Returns {
   std::vector<uint64_t> values;
+  std::vector<uint64_t> first_args;  // each return's entry record's first argument
   uint64_t entries = 0;
   uint64_t min_latency = UINT64_MAX;
 };
@@ -147,13 +148,16 @@ void OnEntry(void* context, const EntryRegs*) {
   ++static_cast<Returns*>(context)->entries;
 }
 
-void OnReturn(void* context, uint64_t ret, uint64_t entry_ns, uint64_t) {
+void OnReturn(void* context, uint64_t ret, const EntryRecord* entry, uint64_t) {
   auto* r = static_cast<Returns*>(context);
   r->values.push_back(ret);
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + ts.tv_nsec;
-  r->min_latency = std::min(r->min_latency, now - entry_ns);
+  if (entry) {
+    r->min_latency = std::min(r->min_latency, now - entry->ns);
+    r->first_args.push_back(entry->args[0]);
+  }
 }
 
 TEST(ReturnPatch, RecursionReturnsInOrderWithEveryValue) {
@@ -165,6 +169,8 @@ TEST(ReturnPatch, RecursionReturnsInOrderWithEveryValue) {
   EXPECT_EQ(r.entries, 6u);
   // The innermost call returns first: 0, 1, ..., 5.
   EXPECT_EQ(r.values, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5}));
+  // Each return gets its own entry's record: Depth(n) returns n.
+  EXPECT_EQ(r.first_args, r.values);
   EXPECT_LT(r.min_latency, 1'000'000'000u);
 }
 
@@ -192,7 +198,7 @@ TEST(ReturnPatch, ALongjmpOutOfProbedFramesIsCountedAndTheReturnBelowIsRight) {
 
 TEST(ReturnPatch, ThreadsKeepTheirOwnShadowStacks) {
   static std::atomic<uint64_t> returns{0}, sum{0};
-  auto count = [](void*, uint64_t ret, uint64_t, uint64_t) {
+  auto count = [](void*, uint64_t ret, const EntryRecord*, uint64_t) {
     returns.fetch_add(1);
     sum.fetch_add(ret);
   };
