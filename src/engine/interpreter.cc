@@ -81,11 +81,16 @@ bool Interpreter::ReadStates(const Event& e) {
     const uint64_t ttl = plan_.states[state]->remember_ttl_ns;
     if (it == map.end() ||
         (ttl && e.time_ns > it->second.time_ns && e.time_ns - it->second.time_ns > ttl)) {
+      // An optional read (`until`) reads 0 where nothing is kept, and the event goes on.
+      if (read.optional) {
+        state_values_[r] = 0;
+        continue;
+      }
       ++stats_.no_state;
       return false;
     }
     state_values_[r] = it->second.value;
-    if (!ttl) taken.emplace_back(state, std::move(key));
+    if (!ttl && !read.optional) taken.emplace_back(state, std::move(key));
   }
   // Taken only once every read found its value, so two reads of one value both see it.
   for (const auto& [state, key] : taken) states_[state].erase(key);

@@ -53,6 +53,9 @@ struct Expr {
   // Plan::state_reads (reads of the same text share one).
   int state = -1;
   int read_slot = -1;
+  // kState: a missing value reads as 0 and lets the event through, instead of dropping it
+  // (`until NAME`, which passes events while NAME has not fired).
+  bool optional = false;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
@@ -63,7 +66,8 @@ struct ProbeSpec {
 
 struct WhereStage {
   ExprPtr cond;
-  bool after = false;  // written `after NAME` (a trigger's read), named so in errors
+  // Written `after NAME` or `until NAME` (a trigger's read), named so in errors.
+  bool after = false, until = false;
 };
 
 // `sample 1%` or `sample 1/N`: keep an event with probability num/den.

@@ -42,7 +42,8 @@ const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
       "where",    "sample",   "select", "top",     "every", "for",     "count",
       "sum",      "min",      "max",    "avg",     "hist",  "lhist",   "quantile",
-      "distinct", "remember", "format", "cluster", "when",  "trigger", "after"};
+      "distinct", "remember", "format", "cluster", "when",  "trigger", "after",
+      "until"};
   return words;
 }
 
@@ -277,11 +278,11 @@ class Parser {
       RememberStage s;
       FAY_RETURN_IF_ERROR(ParseTrigger(&s));
       node->stage = std::move(s);
-    } else if (word == "after") {
+    } else if (word == "after" || word == "until") {
       FAY_RETURN_IF_ERROR(Advance());
       WhereStage s;
-      s.after = true;
-      FAY_ASSIGN_OR_RETURN(s.cond, ParseAfter());
+      (word == "after" ? s.after : s.until) = true;
+      FAY_ASSIGN_OR_RETURN(s.cond, ParseAfter(s.until));
       node->stage = std::move(s);
     } else if (AggFuncFromName(word, &func)) {
       what = "aggregate";
@@ -429,20 +430,27 @@ class Parser {
     return Status::Ok();
   }
 
-  // `after NAME`: `where NAME[0] == 1`, the trigger's value read without taking it.
-  Expected<ExprPtr> ParseAfter() {
+  // `after NAME`: `where NAME[0] == 1`, the trigger's value read without taking it. `until
+  // NAME`: `where NAME[0] != 1` over a read that finds 0 while NAME has not fired.
+  Expected<ExprPtr> ParseAfter(bool until) {
+    const char* word = until ? "until" : "after";
     if (cur_.kind != TokKind::kIdent)
       return Fail(cur_,
-                  fmt::format("Expected a trigger's name after 'after', found {}", Describe(cur_)),
-                  "e.g. syscall:fsync | trigger synced; syscall:read | after synced | count()");
+                  fmt::format("Expected a trigger's name after '{}', found {}", word,
+                              Describe(cur_)),
+                  fmt::format("e.g. syscall:fsync | trigger synced; syscall:read | {} synced | "
+                              "count()",
+                              word));
     Token name = cur_;
     FAY_RETURN_IF_ERROR(Advance());
     auto read = Synth(ExprKind::kState, name, name.text + "[0]");
     read->name = name.text;
+    read->optional = until;
     read->kids.push_back(Synth(ExprKind::kInt, name, "0", 0));
     read->height = 2;
-    auto cond = Synth(ExprKind::kBinary, name, name.text + "[0] == 1");
-    cond->op = "==";
+    const char* op = until ? "!=" : "==";
+    auto cond = Synth(ExprKind::kBinary, name, fmt::format("{}[0] {} 1", name.text, op));
+    cond->op = op;
     cond->kids.push_back(std::move(read));
     cond->kids.push_back(Synth(ExprKind::kInt, name, "1", 1));
     cond->height = 3;

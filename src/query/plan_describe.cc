@@ -91,7 +91,8 @@ std::string DescribePlan(const Plan& plan) {
   if (plan.needs_exit) out += "    entry/exit correlation by thread id for ret/errno/latency\n";
   for (const Expr* r : plan.state_reads)
     out += fmt::format("    read {} before the where{}\n", r->text,
-                       plan.states[static_cast<size_t>(r->state)]->remember_ttl_ns
+                       r->optional ? " (0 when nothing is kept: the event goes on)"
+                       : plan.states[static_cast<size_t>(r->state)]->remember_ttl_ns
                            ? ""
                            : " (taken: deleted once every read found its value)");
   if (plan.predicate)

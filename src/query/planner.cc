@@ -300,7 +300,7 @@ Status LayOutAggregate(Plan* plan, const AggregateStage& agg) {
 // Whether two expressions compute the same thing, however they are spelled.
 bool SameExpr(const Expr& a, const Expr& b) {
   if (a.kind != b.kind || a.name != b.name || a.op != b.op || a.int_value != b.int_value ||
-      a.str_value != b.str_value || a.kids.size() != b.kids.size())
+      a.str_value != b.str_value || a.optional != b.optional || a.kids.size() != b.kids.size())
     return false;
   for (size_t i = 0; i < a.kids.size(); ++i)
     if (!SameExpr(*a.kids[i], *b.kids[i])) return false;

@@ -3,6 +3,7 @@
 // Each state pipeline has a hash map of its own, kMapState0 + its index: key -> {value, time}.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "bpf/codegen/codegen.h"
@@ -65,7 +66,9 @@ void GenStateReads(Gen& g) {
     e.Mov(R2, R10);
     e.AluImm(BPF_ADD, R2, key_at[r]);
     e.Call(BPF_FUNC_map_lookup_elem);
-    e.JmpIfImm(BPF_JEQ, R0, 0, missing);
+    // An optional read (`until`) that finds nothing reads 0 and goes on.
+    Label zero = read.optional ? e.NewLabel() : missing, next = e.NewLabel();
+    e.JmpIfImm(BPF_JEQ, R0, 0, zero);
     e.Load(8, R7, R0, 0);
     e.Store(8, R10, g.state_slots[r], R7);
     if (state.remember_ttl_ns) {
@@ -74,18 +77,30 @@ void GenStateReads(Gen& g) {
       e.Call(BPF_FUNC_ktime_get_ns);
       e.Alu(BPF_SUB, R0, R7);
       e.LdImm64(R1, state.remember_ttl_ns);
-      e.JmpIf(BPF_JGT, R0, R1, missing);
+      e.JmpIf(BPF_JGT, R0, R1, zero);
     }
+    if (read.optional) {
+      e.Jmp(next);
+      e.Bind(zero);
+      e.StoreImm(8, R10, g.state_slots[r], 0);
+    }
+    e.Bind(next);
   }
-  e.Jmp(all_found);
-  e.Bind(missing);
-  GenBumpStat(g, kStatNoState);
-  e.Jmp(g.exit_label);
+  // Only a read that must find its value has somewhere to go when it does not (the verifier
+  // refuses code nothing reaches).
+  if (std::any_of(reads.begin(), reads.end(), [](const Expr* r) { return !r->optional; })) {
+    e.Jmp(all_found);
+    e.Bind(missing);
+    GenBumpStat(g, kStatNoState);
+    e.Jmp(g.exit_label);
+  }
   e.Bind(all_found);
   // Taken only once every read found its value, so two reads of one value both see it.
   for (size_t r = 0; r < reads.size(); ++r) {
     const Expr& read = *reads[r];
-    if (g.plan.states[static_cast<size_t>(read.state)]->remember_ttl_ns) continue;
+    // An optional read never takes its value: it reads whether something is there.
+    if (read.optional || g.plan.states[static_cast<size_t>(read.state)]->remember_ttl_ns)
+      continue;
     e.LdMap(R1, kMapState0 + read.state);
     e.Mov(R2, R10);
     e.AluImm(BPF_ADD, R2, key_at[r]);

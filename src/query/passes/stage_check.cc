@@ -166,17 +166,18 @@ Status CheckWhen(const std::string& src, const Expr& e, const AggregateStage& ag
   }
 }
 
-// `after NAME` reads a trigger: a remembered value would be taken by the read, or live under
-// other keys.
+// `after NAME` and `until NAME` read a trigger: a remembered value would be taken by the read,
+// or live under other keys.
 Status CheckAfter(const Query& q, const WhereStage& w) {
   const std::string& name = w.cond->kids[0]->name;
+  const char* word = w.until ? "until" : "after";
   for (const auto& st : q.states) {
     const auto& r = std::get<RememberStage>(st->stages.back().stage);
     if (r.name != name || r.trigger) continue;
     return QueryError(q.text, w.cond->range,
-                      fmt::format("'{}' is remembered, not a trigger: 'after' waits for a "
+                      fmt::format("'{}' is remembered, not a trigger: '{}' waits for a "
                                   "trigger",
-                                  name),
+                                  name, word),
                       fmt::format("end its pipeline with `trigger {}`, or read the value as "
                                   "{}[KEY]",
                                   name, name));
@@ -196,8 +197,9 @@ Status CheckStages(const Query& q) {
   for (const StageNode& node : q.stages) {
     const Stage& s = node.stage;
     const auto* where = std::get_if<WhereStage>(&s);
-    const char* word = where && where->after ? "after" : StageWord(s);
-    if (where && where->after) FAY_RETURN_IF_ERROR(CheckAfter(q, *where));
+    const char* word = !where ? StageWord(s) : where->after ? "after" : where->until ? "until"
+                                                                                    : StageWord(s);
+    if (where && (where->after || where->until)) FAY_RETURN_IF_ERROR(CheckAfter(q, *where));
     if (std::holds_alternative<WhereStage>(s) || std::holds_alternative<SampleStage>(s)) {
       if (main)
         return QueryError(

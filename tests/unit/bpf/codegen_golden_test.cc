@@ -247,6 +247,11 @@ const GoldenCase kCases[] = {
      "syscall:execve, syscall:execveat | select curtask.real_parent.tgid, curtask.comm, "
      "join(args.argv, 64), ksym(args.filename), ret"},
     {"user_struct_at_exit", "syscall:clock_nanosleep | count() by args.rqtp.tv_nsec, kstack"},
+    // Triggers: `after` reads one and drops the event while it is unset; `until` reads it as 0
+    // while unset (an optional read: no drop, no stat) and drops the event once it is set.
+    {"trigger_after_until",
+     "syscall:openat | where errno == 2 | trigger t for 1s; syscall:close | trigger u; "
+     "syscall:getpid | after u | until t | count()"},
     {"state_ttl",
      "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
      "fl[pid, tid]",
