@@ -547,6 +547,19 @@ Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) 
   return out;
 }
 
+Expected<uint64_t> LiveQuery::TriggerTime(int state) const {
+  const auto& m = maps_[kMapState0 + state];
+  if (state < 0 || static_cast<size_t>(state) >= plan_.states.size() || !m)
+    return Error(Code::kInternal, "no such state pipeline");
+  // A trigger's key is the one int 0; its value {1, the time it fired}.
+  const uint64_t key = 0;
+  uint64_t value[2] = {0, 0};
+  Status st = m->Lookup(&key, value);
+  if (st.code() == Code::kNotFound) return uint64_t{0};
+  if (!st.ok()) return st;
+  return value[1];
+}
+
 Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
   if (!maps_[kMapRing]) return Error(Code::kInternal, "not a select query");
   if (!ring_) {

@@ -68,6 +68,9 @@ class LiveQuery {
   Expected<ResultSet> ReadWindow(uint64_t window_end_ns);
   // Every table's window (Plan::tables), the query's own first; one flip of `every` for all.
   Expected<std::vector<ResultSet>> ReadWindows(uint64_t window_end_ns);
+  // When the trigger of state pipeline `state` (Plan::states) last fired, as the probe's
+  // CLOCK_MONOTONIC ns; 0 while it has not.
+  Expected<uint64_t> TriggerTime(int state) const;
   // kSelect: decodes ring-buffer records. Returns the number consumed.
   Expected<int> PollEvents(int timeout_ms, const RowCallback& cb);
 

@@ -436,6 +436,22 @@ int RunQuery(const QueryOptions& opt) {
     return Status::Ok();
   };
 
+  // `snapshot NAME`: the aggregation as it stands whenever NAME's trigger fired since the last
+  // look (every 10 ms), stamped with the firing's time.
+  uint64_t last_fired = 0;
+  auto print_snapshot = [&]() -> Status {
+    FAY_ASSIGN_OR_RETURN(uint64_t fired, (*live)->TriggerTime(p.snapshot_state));
+    if (fired == 0 || fired == last_fired) return Status::Ok();
+    last_fired = fired;
+    const uint64_t mono = NowNs(CLOCK_MONOTONIC), real = NowNs(CLOCK_REALTIME);
+    FAY_ASSIGN_OR_RETURN(ResultSet rs,
+                         (*live)->ReadWindow(real - (mono > fired ? mono - fired : 0)));
+    rs.snapshot = true;
+    sink->Window(p, rs);
+    sink->Flush();
+    return Status::Ok();
+  };
+
   uint64_t start = NowNs(CLOCK_MONOTONIC);
   uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
   uint64_t next_window = p.every_ns ? start + p.every_ns : 0;
@@ -459,6 +475,7 @@ int RunQuery(const QueryOptions& opt) {
     if (p.mode == PlanMode::kSelect && (timeout < 0 || timeout > 100)) timeout = 100;
     // Stacks are named from /proc/PID/maps, which vanish with the process: look often.
     if (HasStackKeys(p) && (timeout < 0 || timeout > 200)) timeout = 200;
+    if (p.snapshot_state >= 0 && (timeout < 0 || timeout > 10)) timeout = 10;
     // The command's in-process probes stop within a second of fay's last heartbeat.
     if (*host) {
       (*host)->Heartbeat();
@@ -481,6 +498,8 @@ int RunQuery(const QueryOptions& opt) {
       if (!n.ok()) return Fail(n.status());
       sink->Flush();
     }
+    if (p.snapshot_state >= 0)
+      if (Status st = print_snapshot(); !st.ok()) return Fail(st);
     now = NowNs(CLOCK_MONOTONIC);
     if (next_window && now >= next_window && (!stop || (deadline && now >= deadline))) {
       if (Status st = print_window(); !st.ok()) return Fail(st);
@@ -493,6 +512,9 @@ int RunQuery(const QueryOptions& opt) {
   }
   (void)ring_fd;
   (*live)->RememberStackProcesses();
+  // A firing in the last moments, before the loop looked again.
+  if (p.snapshot_state >= 0)
+    if (Status st = print_snapshot(); !st.ok()) return Fail(st);
 
   (*live)->Detach();
   if (*host) {

@@ -82,6 +82,10 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   if (!plan->tables.empty())
     return Fail(Error(Code::kInvalidArgument,
                       "several tables do not run across hosts yet: one query per table"));
+  if (plan->snapshot_state >= 0)
+    return Fail(Error(Code::kInvalidArgument,
+                      "snapshot does not run across hosts yet: each host's trigger fires on its "
+                      "own; use every, or query one host"));
   Plan& p = *plan;
   if (hq->host_key >= 0) {
     Slot host;

@@ -11,49 +11,49 @@ Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed)
   for (size_t i = 0; i < plan.states.size(); ++i) state_rngs_.emplace_back(sample_seed + i + 1);
 }
 
-void Interpreter::Remember(size_t state, const Event& e) {
-  if (state >= plan_.states.size()) return;
+bool Interpreter::Remember(size_t state, const Event& e) {
+  if (state >= plan_.states.size()) return false;
   const Plan& sp = *plan_.states[state];
-  if (e.probe_index < 0 || static_cast<size_t>(e.probe_index) >= sp.probes.size()) return;
+  if (e.probe_index < 0 || static_cast<size_t>(e.probe_index) >= sp.probes.size()) return false;
   const ProbeInfo& probe = sp.probes[static_cast<size_t>(e.probe_index)];
   if (sp.predicate) {
     auto v = EvalExpr(*sp.predicate, e, probe);
     if (!v.ok()) {
       Fail(v.status());
-      return;
+      return false;
     }
-    if (!Truthy(*v)) return;
+    if (!Truthy(*v)) return false;
   }
   if (sp.sample_den > 0 && sp.sample_num < sp.sample_den &&
       state_rngs_[state]() % sp.sample_den >= sp.sample_num)
-    return;
+    return false;
   std::vector<int64_t> key;
   for (const Slot& k : sp.keys) {
     auto v = EvalExpr(*k.expr, e, probe);
     if (!v.ok()) {
       Fail(v.status());
-      return;
+      return false;
     }
     key.push_back(std::get<int64_t>(*v));
   }
   auto value = EvalExpr(*sp.remember_value, e, probe);
   if (!value.ok()) {
     Fail(value.status());
-    return;
+    return false;
   }
   auto& map = states_[state];
   const Stored stored{std::get<int64_t>(*value), e.time_ns};
   auto it = map.find(key);
   if (it != map.end()) {
     it->second = stored;
-    return;
+    return true;
   }
   // Mirrors the probe's map: a hash map refuses a new key when full; the LRU map of a `for`
   // pipeline makes room by dropping its oldest value.
   if (plan_.max_keys > 0 && map.size() >= plan_.max_keys) {
     if (!sp.remember_ttl_ns) {
       ++stats_.state_full;
-      return;
+      return false;
     }
     auto oldest = map.begin();
     for (auto i = map.begin(); i != map.end(); ++i)
@@ -61,6 +61,7 @@ void Interpreter::Remember(size_t state, const Event& e) {
     map.erase(oldest);
   }
   map.emplace(std::move(key), stored);
+  return true;
 }
 
 bool Interpreter::ReadStates(const Event& e) {
@@ -227,6 +228,20 @@ ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
   for (auto& [key, states] : groups_) rs.rows.push_back(Row{key, std::move(states)});
   groups_.clear();
   last_ = groups_.end();
+  return rs;
+}
+
+ResultSet Interpreter::PeekWindow(uint64_t window_end_ns) const {
+  ResultSet rs;
+  rs.window_end_ns = window_end_ns;
+  if (plan_.keys.empty() && groups_.empty()) {
+    Row row;
+    for (const AggSlot& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
+    rs.rows.push_back(std::move(row));
+    return rs;
+  }
+  rs.rows.reserve(groups_.size());
+  for (const auto& [key, states] : groups_) rs.rows.push_back(Row{key, states});
   return rs;
 }
 

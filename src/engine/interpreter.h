@@ -28,13 +28,15 @@ class Interpreter {
   // The window's rows, ordered by key tuple; resets the states. Without keys there is always
   // exactly one row (with empty keys), even when nothing matched.
   ResultSet TakeWindow(uint64_t window_end_ns);
+  // The window's rows as they stand, without resetting them (`snapshot`).
+  ResultSet PeekWindow(uint64_t window_end_ns) const;
   // kSelect: the selected columns, or nullopt when the event is filtered out (or not evaluable).
   std::optional<std::vector<Value>> Select(const Event& e);
   // An event of state pipeline `state` (Plan::states; its probe_index is into that plan's
   // probes) at time `now_ns`: stores its value, as the pipeline's probe does. The query's own
   // events read those values; give each event to the query before its state pipelines, so a
-  // probe that does both reads the value from before its own event.
-  void Remember(size_t state, const Event& e);
+  // probe that does both reads the value from before its own event. True when it stored one.
+  bool Remember(size_t state, const Event& e);
 
   // Folds another interpreter's current window into this one (same plan): the parallel
   // readers of a trace each run one interpreter over their chunks, then merge.

@@ -66,6 +66,9 @@ struct ResultSet {
   uint64_t window_end_ns = 0;  // CLOCK_REALTIME ns
   std::vector<Row> rows;
   std::optional<Coverage> coverage;  // set for cluster queries only
+  // Printed because the plan's snapshot trigger fired (window_end_ns: when), not at a window's
+  // or the run's end.
+  bool snapshot = false;
 };
 
 // Counters reported in the end-of-run summary.

@@ -158,9 +158,16 @@ struct WhenStage {
   ExprPtr cond;
 };
 
-using Stage =
-    std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage, EveryStage,
-                 ForStage, RememberStage, FormatStage, TablesStage, ClusterStage, WhenStage>;
+// `snapshot NAME` after an aggregate: print the aggregation as it stands each time the trigger
+// NAME fires, and go on aggregating (ftrace's and LTTng's snapshot, for an aggregate).
+struct SnapshotStage {
+  std::string name;
+  SourceRange name_range;
+};
+
+using Stage = std::variant<WhereStage, SampleStage, AggregateStage, SelectStage, TopStage,
+                           EveryStage, ForStage, RememberStage, FormatStage, TablesStage,
+                           ClusterStage, WhenStage, SnapshotStage>;
 
 struct StageNode {
   Stage stage;

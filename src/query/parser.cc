@@ -40,10 +40,9 @@ const AggDesc& Desc(AggFunc f) {
 
 const std::vector<std::string>& StageWords() {
   static const std::vector<std::string> words = {
-      "where",    "sample",   "select", "top",     "every", "for",     "count",
-      "sum",      "min",      "max",    "avg",     "hist",  "lhist",   "quantile",
-      "distinct", "remember", "format", "cluster", "when",  "trigger", "after",
-      "until"};
+      "where",  "sample",  "select", "top",     "every", "for",      "count",    "sum",
+      "min",    "max",     "avg",    "hist",    "lhist", "quantile", "distinct", "remember",
+      "format", "cluster", "when",   "trigger", "after", "until",    "snapshot"};
   return words;
 }
 
@@ -278,6 +277,19 @@ class Parser {
       RememberStage s;
       FAY_RETURN_IF_ERROR(ParseTrigger(&s));
       node->stage = std::move(s);
+    } else if (word == "snapshot") {
+      FAY_RETURN_IF_ERROR(Advance());
+      if (cur_.kind != TokKind::kIdent)
+        return Fail(
+            cur_,
+            fmt::format("Expected a trigger's name after 'snapshot', found {}", Describe(cur_)),
+            "e.g. syscall:fsync | trigger synced; syscall:read | count() by comm | "
+            "snapshot synced");
+      SnapshotStage s;
+      s.name = cur_.text;
+      s.name_range = cur_.range;
+      FAY_RETURN_IF_ERROR(Advance());
+      node->stage = std::move(s);
     } else if (word == "after" || word == "until") {
       FAY_RETURN_IF_ERROR(Advance());
       WhereStage s;
@@ -435,12 +447,11 @@ class Parser {
   Expected<ExprPtr> ParseAfter(bool until) {
     const char* word = until ? "until" : "after";
     if (cur_.kind != TokKind::kIdent)
-      return Fail(cur_,
-                  fmt::format("Expected a trigger's name after '{}', found {}", word,
-                              Describe(cur_)),
-                  fmt::format("e.g. syscall:fsync | trigger synced; syscall:read | {} synced | "
-                              "count()",
-                              word));
+      return Fail(
+          cur_, fmt::format("Expected a trigger's name after '{}', found {}", word, Describe(cur_)),
+          fmt::format("e.g. syscall:fsync | trigger synced; syscall:read | {} synced | "
+                      "count()",
+                      word));
     Token name = cur_;
     FAY_RETURN_IF_ERROR(Advance());
     auto read = Synth(ExprKind::kState, name, name.text + "[0]");

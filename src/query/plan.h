@@ -109,6 +109,10 @@ struct Plan {
   // Output stages, applied to each window's rows (engine/output/row_stages.h): `when COND` on
   // the output columns, and `cluster K by KEY` (cluster_key: its place among the keys).
   const Expr* when = nullptr;
+  // `snapshot NAME`: the state pipeline (into states) whose trigger prints the aggregation as
+  // it stands each time it fires; -1 without.
+  int snapshot_state = -1;
+  std::string snapshot_name;
   int64_t cluster_k = 0;
   int cluster_key = -1;
 };

@@ -389,6 +389,12 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
     if (auto* f = std::get_if<ForStage>(&node.stage)) plan.for_ns = f->ns;
     if (auto* f = std::get_if<FormatStage>(&node.stage)) plan.format = f->fmt;
     if (auto* w = std::get_if<WhenStage>(&node.stage)) plan.when = w->cond.get();
+    if (auto* s = std::get_if<SnapshotStage>(&node.stage)) {
+      plan.snapshot_name = s->name;
+      for (size_t i = 0; i < query->states.size(); ++i)
+        if (std::get<RememberStage>(query->states[i]->stages.back().stage).name == s->name)
+          plan.snapshot_state = static_cast<int>(i);
+    }
     if (auto* c = std::get_if<ClusterStage>(&node.stage)) {
       plan.cluster_k = c->k;
       for (size_t i = 0; agg && i < agg->keys.size(); ++i)

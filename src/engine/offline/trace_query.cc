@@ -267,10 +267,18 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
   // A state pipeline remembers at a call's entry, as its probe does; the query reads at the
   // entry, or at the exit when it needs one, so a call both remembers and reads in that order.
   // One that reads ret or errno remembers at the exit, after the query's read of that call.
+  // `snapshot NAME`: the aggregation as it stands, each time NAME's trigger fires.
+  auto snapshot = [&](size_t state, uint64_t t) {
+    if (static_cast<int>(state) != plan.snapshot_state) return;
+    ResultSet rs = interp.PeekWindow(Realtime(info, t));
+    rs.snapshot = true;
+    sink.Window(plan, rs);
+  };
   auto remember = [&](const SyscallEvent& ev, std::string_view p, bool at_exit) {
     for (size_t i = 0; i < state_builders.size(); ++i)
-      if (plan.states[i]->remember_at_exit == at_exit && state_builders[i]->ProbeOf(ev.nr) >= 0)
-        interp.Remember(i, state_builders[i]->Build(ev, p));
+      if (plan.states[i]->remember_at_exit == at_exit && state_builders[i]->ProbeOf(ev.nr) >= 0 &&
+          interp.Remember(i, state_builders[i]->Build(ev, p)))
+        snapshot(i, at_exit ? ev.exit_ns : ev.entry_ns);
   };
   auto on_syscall = [&](const SyscallEvent& ev) {
     std::string_view p = needs_paths ? paths.Apply(ev) : std::string_view();
@@ -302,8 +310,9 @@ Status RunOneTable(const Plan& plan, const std::string& path, const TraceQueryOp
     if (builder.signal_probe() >= 0)
       run(builder.BuildSignal(ev, ids.uid, comm), ev.time_ns, ev.time_ns);
     for (size_t i = 0; i < state_builders.size(); ++i)
-      if (state_builders[i]->signal_probe() >= 0)
-        interp.Remember(i, state_builders[i]->BuildSignal(ev, ids.uid, comm));
+      if (state_builders[i]->signal_probe() >= 0 &&
+          interp.Remember(i, state_builders[i]->BuildSignal(ev, ids.uid, comm)))
+        snapshot(i, ev.time_ns);
   };
   const double cpu0 = ThreadCpuSeconds();
   reader.SkipBlobs(!builder.needs_bytes() && !state_bytes);
@@ -366,6 +375,10 @@ Status RunTracesQuery(const Plan& plan, const std::vector<std::string>& paths,
     return Error(Code::kInvalidArgument,
                  "every over several traces: each has its own clock, so their windows do not "
                  "line up; query them one by one, or drop every and key by trace");
+  if (plan.snapshot_state >= 0 && paths.size() > 1)
+    return Error(Code::kInvalidArgument,
+                 "snapshot over several traces: a trigger fires in one trace at a time, so there "
+                 "is no moment that holds them all; query them one by one");
   Status first_error;
   // Rows stream to the sink trace after trace, in the order given.
   if (plan.mode == PlanMode::kSelect) {

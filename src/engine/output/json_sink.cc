@@ -85,6 +85,8 @@ class JsonSink : public OutputSink {
       }
       o["window"] = rs.window_end_ns;
       if (plan.table >= 0) o["table"] = plan.table;  // several tables: which one
+      // `snapshot NAME`: printed at a firing (true) or at the end (false).
+      if (plan.snapshot_state >= 0) o["snapshot"] = rs.snapshot;
       if (rs.coverage) {
         o["hosts_answered"] = rs.coverage->answered;
         o["hosts_expected"] = rs.coverage->expected;

@@ -95,6 +95,10 @@ class TextSink : public OutputSink {
     const ResultSet& rs = plan.when ? kept : all;
     std::string text;
     if (plan.every_ns > 0) text += WallClock(rs.window_end_ns) + "\n";
+    // Each snapshot says which firing it is; the last print, at the end, says so.
+    if (plan.snapshot_state >= 0)
+      text += WallClock(rs.window_end_ns) +
+              (rs.snapshot ? " snapshot: " + plan.snapshot_name + " fired\n" : " end\n");
     if (plan.cluster_k > 0) {
       text += ClusterText(plan, rs);
     } else {

@@ -34,8 +34,10 @@ const char* StageWord(const Stage& s) {
       return "tables";
     case 10:
       return "cluster";
-    default:
+    case 11:
       return "when";
+    default:
+      return "snapshot";
   }
 }
 
@@ -193,12 +195,14 @@ Status CheckStages(const Query& q) {
   for (const auto& st : q.states) FAY_RETURN_IF_ERROR(CheckStatePipeline(*st, &state_names));
   const StageNode* main = nullptr;  // the aggregate or select stage
   const StageNode *sample = nullptr, *top = nullptr, *every = nullptr, *for_stage = nullptr,
-                  *format = nullptr, *cluster = nullptr, *when = nullptr;
+                  *format = nullptr, *cluster = nullptr, *when = nullptr, *snapshot = nullptr;
   for (const StageNode& node : q.stages) {
     const Stage& s = node.stage;
     const auto* where = std::get_if<WhereStage>(&s);
-    const char* word = !where ? StageWord(s) : where->after ? "after" : where->until ? "until"
-                                                                                    : StageWord(s);
+    const char* word = !where         ? StageWord(s)
+                       : where->after ? "after"
+                       : where->until ? "until"
+                                      : StageWord(s);
     if (where && (where->after || where->until)) FAY_RETURN_IF_ERROR(CheckAfter(q, *where));
     if (std::holds_alternative<WhereStage>(s) || std::holds_alternative<SampleStage>(s)) {
       if (main)
@@ -245,6 +249,28 @@ Status CheckStages(const Query& q) {
                           std::holds_alternative<ClusterStage>(s)
                               ? "e.g. syscall:* | count() by host, probe | cluster 3 by host"
                               : "e.g. syscall:read | count() by comm | when count > 1000");
+    } else if (const auto* snap = std::get_if<SnapshotStage>(&s)) {
+      if (snapshot) return QueryError(src, node.range, "Only one snapshot stage is allowed");
+      snapshot = &node;
+      const char* hint =
+          "e.g. syscall:fsync | trigger synced; syscall:read | count() by comm | snapshot synced";
+      if (!main || !std::holds_alternative<AggregateStage>(main->stage))
+        return QueryError(src, node.range, "'snapshot' needs an aggregate stage before it", hint);
+      bool trigger = false, remembered = false;
+      for (const auto& st : q.states) {
+        const auto& r = std::get<RememberStage>(st->stages.back().stage);
+        if (r.name != snap->name) continue;
+        (r.trigger ? trigger : remembered) = true;
+      }
+      if (remembered)
+        return QueryError(src, snap->name_range,
+                          fmt::format("'{}' is remembered, not a trigger: 'snapshot' prints when "
+                                      "a trigger fires",
+                                      snap->name),
+                          fmt::format("end its pipeline with `trigger {}`", snap->name));
+      if (!trigger)
+        return QueryError(src, snap->name_range,
+                          fmt::format("No trigger named '{}' before ';'", snap->name), hint);
     } else if (std::holds_alternative<RememberStage>(s)) {
       if (std::get<RememberStage>(s).trigger)
         return QueryError(src, node.range, "'trigger' ends a state pipeline before ';'",
@@ -266,6 +292,11 @@ Status CheckStages(const Query& q) {
       for_stage = &node;
     }
   }
+  if (every && snapshot)
+    return QueryError(src, snapshot->range,
+                      "'snapshot' prints the whole aggregation so far, and 'every' resets it each "
+                      "window: use one of them",
+                      "snapshot NAME alone prints at each firing and at the end");
   if (every && (!main || std::holds_alternative<SelectStage>(main->stage)))
     return QueryError(src, every->range, "'every' needs an aggregate stage",
                       "every prints and resets the aggregates each window, e.g. "

@@ -78,10 +78,14 @@ class TypeChecker {
                             "(widths as printf: %-16s %6d), %T the wall-clock time");
       }
     }
-    // A value nobody reads would only fill its map.
+    // A value nobody reads would only fill its map. A `snapshot` reads its trigger.
+    std::set<std::string> snapshots;
+    for (const StageNode& node : q.stages)
+      if (const auto* s = std::get_if<SnapshotStage>(&node.stage)) snapshots.insert(s->name);
     for (size_t i = 0; i < states_.size(); ++i) {
       if (read_states_.count(static_cast<int>(i))) continue;
       const auto& r = std::get<RememberStage>(states_[i]->stages.back().stage);
+      if (r.trigger && snapshots.count(r.name)) continue;
       return QueryError(src_, r.name_range,
                         fmt::format("'{}' is remembered but never read", r.name),
                         fmt::format("read it in the query after the last ';', e.g. {}[{}]", r.name,
