@@ -564,12 +564,14 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
   if (!maps_[kMapRing]) return Error(Code::kInternal, "not a select query");
   if (!ring_) {
     auto r = RingBufferReader::Create(maps_[kMapRing]->fd(), [this](const void* data, size_t size) {
-      if (size < 8 + static_cast<size_t>(plan_.key_size)) return 0;
+      if (size < kSelectHeader + static_cast<size_t>(plan_.key_size)) return 0;
       const auto* p = static_cast<const uint8_t*>(data);
       int64_t probe;
+      uint64_t time_ns;
       std::memcpy(&probe, p, 8);
-      auto row = DecodeSlots(plan_, p + 8);
-      if (row.ok() && row_cb_) (*row_cb_)(std::move(row).value(), static_cast<int>(probe));
+      std::memcpy(&time_ns, p + 8, 8);
+      auto row = DecodeSlots(plan_, p + kSelectHeader);
+      if (row.ok() && row_cb_) (*row_cb_)(std::move(row).value(), static_cast<int>(probe), time_ns);
       return 0;
     });
     if (!r.ok()) return r.status();

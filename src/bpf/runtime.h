@@ -41,7 +41,9 @@ void AddStatCounters(const uint64_t* counters, RunStats* st);
 
 class LiveQuery {
  public:
-  using RowCallback = std::function<void(std::vector<Value> row, int probe_index)>;
+  // `time_ns`: when the probe ran, CLOCK_MONOTONIC.
+  using RowCallback =
+      std::function<void(std::vector<Value> row, int probe_index, uint64_t time_ns)>;
 
   // Creates the maps and loads (verifies) every program; attaches nothing yet.
   static Expected<std::unique_ptr<LiveQuery>> Load(const Plan& plan, const CodegenOptions& options);

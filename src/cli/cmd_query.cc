@@ -424,8 +424,11 @@ int RunQuery(const QueryOptions& opt) {
   std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
       opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
   const Plan& p = *plan;
-  bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int) {
-    sink->SelectRow(p, row, NowNs(CLOCK_REALTIME));
+  // The probe's time on the wall clock: CLOCK_REALTIME's offset from CLOCK_MONOTONIC now.
+  const int64_t realtime_offset =
+      static_cast<int64_t>(NowNs(CLOCK_REALTIME)) - static_cast<int64_t>(NowNs(CLOCK_MONOTONIC));
+  bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int, uint64_t time_ns) {
+    sink->SelectRow(p, row, static_cast<uint64_t>(static_cast<int64_t>(time_ns) + realtime_offset));
   };
   // The window of every table, the query's own first.
   auto print_window = [&]() -> Status {

@@ -351,9 +351,11 @@ void GenSelect(Gen& g) {
   Emitter& e = g.e;
   GenBuildKey(g);
   int payload = g.plan.key_size;
+  // The record: the probe's index, the event's time (what `%T` prints, not when fay reads it),
+  // then the selected columns.
   e.Comment("stream the event: reserve, fill, submit");
   e.LdMap(R1, kMapRing);
-  e.MovImm(R2, 8 + payload);
+  e.MovImm(R2, kSelectHeader + payload);
   e.MovImm(R3, 0);
   e.Call(BPF_FUNC_ringbuf_reserve);
   Label got = e.NewLabel();
@@ -367,9 +369,11 @@ void GenSelect(Gen& g) {
   else
     e.Load(8, R1, R10, kFpProbe);
   e.Store(8, R8, 0, R1);
+  e.Call(BPF_FUNC_ktime_get_ns);
+  e.Store(8, R8, 8, R0);
   for (int w = 0; w < payload / 8; ++w) {
     e.Load(8, R1, R9, static_cast<int16_t>(8 * w));
-    e.Store(8, R8, static_cast<int16_t>(8 + 8 * w), R1);
+    e.Store(8, R8, static_cast<int16_t>(kSelectHeader + 8 * w), R1);
   }
   e.Mov(R1, R8);
   e.MovImm(R2, 0);

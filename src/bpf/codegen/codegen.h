@@ -74,6 +74,8 @@ constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
 constexpr uint32_t kRingBytes = 8 << 20;
+// A select record in the ring: u64 probe index, u64 CLOCK_MONOTONIC time, then the columns.
+constexpr int kSelectHeader = 16;
 // The aggregation cache: kCacheSlots per CPU, each [u64 used][key][value]. A key whose slot is
 // taken by another key falls through to the hash map, so the cache never loses an update; it
 // only spares the common keys a hashed map lookup.

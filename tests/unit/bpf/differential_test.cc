@@ -620,7 +620,7 @@ void Collect(CaseRun& run) {
 
   Interpreter interp(*run.agg_plan);
   std::string convert_error;
-  LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int probe) {
+  LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int probe, uint64_t) {
     ++run.streamed;
     auto ev = ToEvent(*run.agg_plan, *run.sel_plan, probe, row);
     if (!ev.ok()) {
