@@ -548,9 +548,9 @@ Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) 
 }
 
 Expected<uint64_t> LiveQuery::TriggerTime(int state) const {
-  const auto& m = maps_[kMapState0 + state];
-  if (state < 0 || static_cast<size_t>(state) >= plan_.states.size() || !m)
+  if (state < 0 || static_cast<size_t>(state) >= plan_.states.size() || !maps_[kMapState0 + state])
     return Error(Code::kInternal, "no such state pipeline");
+  const auto& m = maps_[kMapState0 + state];
   // A trigger's key is the one int 0; its value {1, the time it fired}.
   const uint64_t key = 0;
   uint64_t value[2] = {0, 0};

@@ -73,6 +73,11 @@ Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& o
   }
   if (!plan.tables.empty())
     return Error(Code::kInvalidArgument, "--sink takes one table: one query per table");
+  // The sink's table holds windows that add up; snapshots are running totals that overlap.
+  if (plan.snapshot_state >= 0)
+    return Error(Code::kInvalidArgument,
+                 "--sink stores windows that add up, and snapshots are running totals: use "
+                 "every with --sink, or snapshot without it");
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   return sinks::ClickHouseSink::Start(opt.sink, plan, host, opt.sink_create);

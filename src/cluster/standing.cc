@@ -81,6 +81,10 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
     if (plan->for_ns)
       return where(Error(Code::kInvalidArgument,
                          "a standing query runs as long as the agent: leave `for` out"));
+    if (plan->snapshot_state >= 0)
+      return where(Error(Code::kInvalidArgument,
+                         "a standing query sends windows: snapshot does not run in one; use "
+                         "every"));
     if (plan->every_ns == 0) q.text += kDefaultEvery;
     // As many keys as the agent's map memory holds (--max-map-memory), up to its --max-keys:
     // a quantile by comm takes 8 KB a key on each CPU.

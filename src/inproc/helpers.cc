@@ -124,6 +124,9 @@ const void* ServedRecord(const ShmMap* m, const void* key) {
   if (!t_entry_record || m->shape().key_size < 16 || m->shape().value_size != 56) return nullptr;
   uint64_t slot;
   std::memcpy(&slot, static_cast<const uint8_t*>(key) + 8, 8);
+  // Above bit 48 the key names its probe (bpf/codegen/codegen.h): every probe of this function
+  // reads the one record its return keeps.
+  slot &= (uint64_t{1} << 48) - 1;
   return slot == t_entry_slot ? t_entry_record : nullptr;
 }
 

@@ -54,8 +54,9 @@ void SetTscClock(const TscClock* clock);
 uint64_t ProbeClockNs();
 // While a return's programs run: the record its entry kept (the time and the six arguments, as
 // the entry program would have stored them in the entry map) and the stack slot that held the
-// return address. A lookup of the entry map under this thread's id and that slot answers the
-// record, and its delete is a no-op, so the entry program need not run. Null: none.
+// return address. A lookup of the entry map under this thread's id and that slot (whichever
+// probe's bits the key carries above bit 48) answers the record, and its delete is a no-op, so
+// the entry program need not run. Null: none.
 inline void SetCurrentEntryRecord(const void* record, uint64_t slot) {
   thread_state::t_entry_record = record;
   thread_state::t_entry_slot = slot;

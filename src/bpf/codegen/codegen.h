@@ -71,6 +71,8 @@ constexpr int16_t kRegsR10Off = 56;   // x86-64 struct pt_regs
 constexpr int16_t kRegsOrigAxOff = 120;
 
 constexpr int kEntryValueSize = 56;  // u64 entry time + 6 u64 arguments
+// A uprobe's entry key is {thread, stack pointer | (probe index + 1) << this}.
+constexpr int kEntryKeyProbeShift = 48;
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
 constexpr uint32_t kRingBytes = 8 << 20;

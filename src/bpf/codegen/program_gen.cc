@@ -243,7 +243,9 @@ constexpr int16_t kRegsSpOff = 152;  // x86-64 struct pt_regs
 // alike, so they agree. A thread is in one system call at a time, but in many probed functions:
 // gethostbyname2 calls gethostbyname2_r, a function may recurse. The stack pointer tells those
 // calls apart: at a function's first instruction it points at the return address, and when the
-// uretprobe fires the `ret` has popped it, so it is 8 bytes higher.
+// uretprobe fires the `ret` has popped it, so it is 8 bytes higher. Two probes of one address
+// (aliases such as malloc and __libc_malloc) each keep their own record: the probe's index + 1
+// sits in the bits above 48, which a user-space stack pointer never uses.
 void GenEntryKey(Gen& g) {
   Emitter& e = g.e;
   GenTaskPtr(g);
@@ -256,8 +258,16 @@ void GenEntryKey(Gen& g) {
     e.Store(8, R10, kFpEntryKey, R0);
   }
   if (IsUprobeAttach(g)) {
+    if (g.static_probe() >= 0) {
+      e.LdImm64(R2, static_cast<uint64_t>(g.static_probe() + 1) << kEntryKeyProbeShift);
+    } else {
+      e.Load(8, R2, R10, kFpProbe);
+      e.AluImm(BPF_ADD, R2, 1);
+      e.AluImm(BPF_LSH, R2, kEntryKeyProbeShift);
+    }
     e.Load(8, R1, R6, kRegsSpOff);
     if (g.attach.is_exit) e.AluImm(BPF_SUB, R1, 8);
+    e.Alu(BPF_OR, R1, R2);
     e.Store(8, R10, kFpEntryKey + 8, R1);
   } else {
     e.StoreImm(8, R10, kFpEntryKey + 8, 0);

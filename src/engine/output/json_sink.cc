@@ -123,6 +123,7 @@ class JsonSink : public OutputSink {
             {{"feature", d.feature}, {"share", d.group_share}, {"all_share", d.all_share}});
       o["distinct"] = std::move(apart);
       o["window"] = rs.window_end_ns;
+      if (plan.snapshot_state >= 0) o["snapshot"] = rs.snapshot;
       if (rs.coverage) {
         o["hosts_answered"] = rs.coverage->answered;
         o["hosts_expected"] = rs.coverage->expected;

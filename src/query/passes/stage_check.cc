@@ -327,6 +327,13 @@ Status CheckStages(const Query& q) {
     for (const KeyItem& k : std::get<SelectStage>(main->stage).items)
       names.push_back({k.name, k.name != k.expr->text, k.expr->range, k.expr->text});
   }
+  // With snapshot, JSON rows say whether they are one.
+  if (snapshot)
+    for (const OutName& n : names)
+      if (n.name == "snapshot")
+        return QueryError(src, n.range, "Output name 'snapshot' is reserved with a snapshot stage",
+                          "each JSON row says in 'snapshot' whether a trigger printed it; "
+                          "choose another name with 'as'");
   return CheckNames(src, names);
 }
 
