@@ -161,6 +161,16 @@ Status LiveQuery::AddScopePid(pid_t pid, bool pending_exec) {
 
 Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
   FAY_RETURN_IF_ERROR(EnsureTracefs());
+  // Before any probe: a process that starts after it has its mappings recorded. Without the
+  // records, frames are named from /proc while their process runs, as before.
+  if (HasUserAddresses(plan_) && !mmap_events_) {
+    auto ev = MmapEvents::Open();
+    if (ev.ok())
+      mmap_events_ = std::move(ev).value();
+    else
+      warnings_.push_back("user addresses of processes that exit early may stay unnamed: " +
+                          ev.status().message());
+  }
   // The kernel runs the programs of one tracepoint in the order they were attached, and the
   // order matters where a scope program shares a tracepoint with the query's:
   //  - fork tracking and the held command's start go first, so no fork slips between attaching
@@ -416,6 +426,8 @@ void LiveQuery::StackTgidsOf(const Plan& shape, const uint8_t* key,
 }
 
 void LiveQuery::RememberStackProcesses() {
+  // The records are drained often, so that a busy machine's rings never fill.
+  DrainMappings();
   if (!HasStackKeys(plan_) || plan_.mode != PlanMode::kAggregate) return;
   std::vector<int32_t> tgids;
   for (size_t t = 0; t <= plan_.tables.size(); ++t) {
@@ -519,6 +531,7 @@ Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
 
 Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) {
   if (!maps_[kMapAggA]) return Error(Code::kInternal, "not an aggregate query");
+  DrainMappings();
   bool idle_a = false;
   if (plan_.every_ns) {
     // Flip the live window, let in-flight probe runs finish, then drain the idle one.
@@ -570,6 +583,8 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
       uint64_t time_ns;
       std::memcpy(&probe, p, 8);
       std::memcpy(&time_ns, p + 8, 8);
+      // The mappings of a process that started since the last look, before its row is named.
+      DrainMappings();
       auto row = DecodeSlots(plan_, p + kSelectHeader);
       if (row.ok() && row_cb_) (*row_cb_)(std::move(row).value(), static_cast<int>(probe), time_ns);
       return 0;
@@ -578,6 +593,7 @@ Expected<int> LiveQuery::PollEvents(int timeout_ms, const RowCallback& cb) {
     ring_ = std::move(r).value();
   }
   row_cb_ = &cb;
+  DrainMappings();
   auto n = timeout_ms < 0 ? ring_->Consume() : ring_->Poll(timeout_ms);
   row_cb_ = nullptr;
   return n;

@@ -17,6 +17,7 @@
 #include "bpf/ringbuf.h"
 #include "engine/value.h"
 #include "probes/kernel_symbols.h"
+#include "probes/mmap_events.h"
 #include "probes/symbolizer.h"
 #include "query/plan.h"
 
@@ -117,6 +118,12 @@ class LiveQuery {
   uint64_t window_ = 0;
   RunStats ring_errors_;
   std::unique_ptr<Symbolizer> symbolizer_ = std::make_unique<Symbolizer>();
+  // The kernel's mapping records, while rows name user addresses: a process that exits before
+  // its row is printed is still named (probes/mmap_events.h).
+  std::unique_ptr<MmapEvents> mmap_events_;
+  void DrainMappings() {
+    if (mmap_events_) mmap_events_->Drain(*symbolizer_);
+  }
   std::unique_ptr<KernelSymbols> kernel_symbols_ = std::make_unique<KernelSymbols>();
 };
 

@@ -482,7 +482,7 @@ int RunQuery(const QueryOptions& opt) {
     if (wake) timeout = wake > now ? static_cast<int>((wake - now + 999999) / 1000000) : 0;
     if (p.mode == PlanMode::kSelect && (timeout < 0 || timeout > 100)) timeout = 100;
     // Stacks are named from /proc/PID/maps, which vanish with the process: look often.
-    if (HasStackKeys(p) && (timeout < 0 || timeout > 200)) timeout = 200;
+    if ((HasStackKeys(p) || HasUserAddresses(p)) && (timeout < 0 || timeout > 200)) timeout = 200;
     if (p.snapshot_state >= 0 && (timeout < 0 || timeout > 10)) timeout = 10;
     // The command's in-process probes stop within a second of fay's last heartbeat.
     if (*host) {

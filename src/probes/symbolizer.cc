@@ -167,6 +167,58 @@ void Symbolizer::SetFallbackBinary(const std::string& path) {
   fallback_ = path;
 }
 
+void Symbolizer::OnMmap(int32_t tgid, uint64_t start, uint64_t len, uint64_t pgoff, uint64_t inode,
+                        const std::string& path) {
+  if (tgid <= 0 || len == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  // A process that ran before the records started: its other mappings from /proc first.
+  if (!processes_.count(tgid)) RememberLocked(tgid);
+  ProcessMaps& pm = processes_[tgid];
+  pm.read_at = std::chrono::steady_clock::now();
+  gone_.erase(tgid);
+  const uint64_t end = start + len;
+  // A new mapping replaces whatever it covers (MAP_FIXED over a reservation, as ld.so maps a
+  // library's segments).
+  std::erase_if(pm.mappings, [&](const Mapping& m) { return m.start < end && start < m.end; });
+  Mapping m{start, end, pgoff, inode, path};
+  auto at = std::upper_bound(pm.mappings.begin(), pm.mappings.end(), start,
+                             [](uint64_t a, const Mapping& x) { return a < x.start; });
+  pm.mappings.insert(at, std::move(m));
+  BoundLocked();
+}
+
+void Symbolizer::OnExec(int32_t tgid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ProcessMaps& pm = processes_[tgid];
+  pm.mappings.clear();
+  pm.read_at = std::chrono::steady_clock::now();
+  gone_.erase(tgid);
+  BoundLocked();
+}
+
+void Symbolizer::OnFork(int32_t child, int32_t parent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = processes_.find(parent);
+  if (p == processes_.end() || processes_.count(child)) return;
+  ProcessMaps pm = p->second;
+  pm.read_at = std::chrono::steady_clock::now();
+  processes_[child] = std::move(pm);
+  gone_.erase(child);
+  BoundLocked();
+}
+
+void Symbolizer::BoundLocked() {
+  if (processes_.size() <= kMaxProcesses) return;
+  // The least recently seen tenth goes, so that a busy machine's exits cost a sort now and then.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, int32_t>> by_age;
+  by_age.reserve(processes_.size());
+  for (const auto& [tgid, pm] : processes_) by_age.emplace_back(pm.read_at, tgid);
+  const size_t drop = processes_.size() - kMaxProcesses * 9 / 10;
+  std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(drop),
+                   by_age.end());
+  for (size_t i = 0; i < drop; ++i) processes_.erase(by_age[i].second);
+}
+
 bool Symbolizer::RememberLocked(int32_t tgid) {
   if (tgid <= 0) return false;
   auto text = ReadWholeFile(fmt::format("/proc/{}/maps", tgid));
@@ -202,6 +254,7 @@ bool Symbolizer::RememberLocked(int32_t tgid) {
   pm.read_at = std::chrono::steady_clock::now();
   processes_[tgid] = std::move(pm);
   gone_.erase(tgid);
+  BoundLocked();
   return true;
 }
 

@@ -4,7 +4,8 @@
 // An address is translated to an offset in the mapped file (addr - start + file offset), and the
 // symbol is the one whose code covers that file offset, so non-PIE executables, PIE executables
 // and shared libraries are handled alike. Maps are cached per process and symbol tables per file.
-// A process that has exited has no maps: take a snapshot while it runs (Remember), or let
+// A process that has exited has no maps: take a snapshot while it runs (Remember), feed it the
+// kernel's mapping records as they come (OnMmap, OnExec, OnFork: probes/mmap_events.h), or let
 // addresses of unknown processes fall back to a non-PIE executable (SetFallbackBinary).
 #pragma once
 
@@ -35,6 +36,17 @@ class Symbolizer {
   // Whether a snapshot of TGID's maps is cached.
   bool Knows(int32_t tgid) const;
 
+  // The kernel's records of a process's life (probes/mmap_events.h), in the order they
+  // happened: an executable mapping of PATH at [start, start + len) from file offset pgoff; an
+  // exec, which drops the old image's mappings; a fork, whose child starts with its parent's.
+  // They keep the maps of a process that exits before anything reads /proc. At most
+  // kMaxProcesses are kept: past that the least recently seen go.
+  void OnMmap(int32_t tgid, uint64_t start, uint64_t len, uint64_t pgoff, uint64_t inode,
+              const std::string& path);
+  void OnExec(int32_t tgid);
+  void OnFork(int32_t child, int32_t parent);
+  static constexpr size_t kMaxProcesses = 8192;
+
   // The executable to name addresses of processes whose maps were never seen, when it is a
   // non-PIE executable (ET_EXEC: its addresses are absolute). Ignored otherwise.
   void SetFallbackBinary(const std::string& path);
@@ -63,6 +75,7 @@ class Symbolizer {
     std::chrono::steady_clock::time_point read_at;
   };
   bool RememberLocked(int32_t tgid);
+  void BoundLocked();
   const SymbolTable* TableLocked(const std::string& path, uint64_t inode);
   std::string LookupLocked(int32_t tgid, uint64_t addr, uint64_t lookup_addr);
 

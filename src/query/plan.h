@@ -166,6 +166,22 @@ inline bool HasStackKeys(const Plan& plan) {
   return false;
 }
 
+// Whether rows name user addresses (a user stack, usym()): their processes' maps are needed
+// after they may have exited.
+inline bool HasUserAddresses(const Plan& plan) {
+  auto any = [](const Plan& p) {
+    for (const Slot& s : p.keys) {
+      if (s.type.kind == TypeKind::kStack && s.expr && s.expr->name != "kstack") return true;
+      if (s.expr && s.expr->kind == ExprKind::kCall && s.expr->name == "usym") return true;
+    }
+    return false;
+  };
+  if (any(plan)) return true;
+  for (const auto& t : plan.tables)
+    if (any(*t)) return true;
+  return false;
+}
+
 struct PlanOptions {
   uint32_t max_keys = 10240;
   // Above this many syscall probes, attach raw_syscalls once instead of each syscall tracepoint.

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,6 +157,32 @@ TEST(Symbolizer, RememberedMapsOutliveTheProcess) {
   EXPECT_EQ(sym.Name(child, target + 4), "fay_symbolizer_target+0x4");
   void* w = dlsym(RTLD_DEFAULT, "write");
   EXPECT_EQ(sym.Name(child, Addr(w) + 1), "write+0x1");
+}
+
+// The kernel's records alone name the addresses of a process that exited unseen: its mapping
+// of this executable, as an exec and an mmap record give it, and a child forked from it.
+TEST(Symbolizer, MappingRecordsNameAProcessThatExitedUnseen) {
+  Symbolizer sym;
+  const pid_t gone = ReapedPid();
+  const std::string exe = SelfExe();
+  const ElfSymbol s = SymbolOf(exe, "fay_symbolizer_target");
+  struct stat st {};
+  ASSERT_EQ(stat(exe.c_str(), &st), 0);
+  // The process mapped the file's page holding the function at a made-up base.
+  const uint64_t base = 0x7a0000000000ull, page_off = s.file_offset & ~uint64_t{4095};
+  sym.OnExec(gone);
+  sym.OnMmap(gone, base, 8192, page_off, st.st_ino, exe);
+  const uint64_t at = base + (s.file_offset - page_off) + 4;
+  EXPECT_EQ(sym.Name(gone, at), "fay_symbolizer_target+0x4");
+  // A child starts with its parent's mappings; an exec drops them.
+  const pid_t child = ReapedPid();
+  sym.OnFork(child, gone);
+  EXPECT_EQ(sym.Name(child, at), "fay_symbolizer_target+0x4");
+  sym.OnExec(child);
+  EXPECT_EQ(sym.Name(child, at), fmt::format("0x{:016x}", at));
+  // A later mapping over the same range replaces it: the file offset moves by a page.
+  sym.OnMmap(gone, base, 8192, page_off + 4096, st.st_ino, exe);
+  EXPECT_NE(sym.Name(gone, at), "fay_symbolizer_target+0x4");
 }
 
 TEST(Symbolizer, SnapshotsAreKeptAndRefreshedByAge) {
