@@ -165,11 +165,9 @@ Status LiveQuery::Attach(const std::function<bool()>& interrupted) {
   // records, frames are named from /proc while their process runs, as before.
   if (HasUserAddresses(plan_) && !mmap_events_) {
     auto ev = MmapEvents::Open();
-    if (ev.ok())
-      mmap_events_ = std::move(ev).value();
-    else
-      warnings_.push_back("user addresses of processes that exit early may stay unnamed: " +
-                          ev.status().message());
+    // Without them (no perf events), frames are named from /proc as before: not worth a
+    // warning, which would also stand for the reason a query attached nothing.
+    if (ev.ok()) mmap_events_ = std::move(ev).value();
   }
   // The kernel runs the programs of one tracepoint in the order they were attached, and the
   // order matters where a scope program shares a tracepoint with the query's:
@@ -531,7 +529,6 @@ Expected<ResultSet> LiveQuery::ReadWindow(uint64_t window_end_ns) {
 
 Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) {
   if (!maps_[kMapAggA]) return Error(Code::kInternal, "not an aggregate query");
-  DrainMappings();
   bool idle_a = false;
   if (plan_.every_ns) {
     // Flip the live window, let in-flight probe runs finish, then drain the idle one.
@@ -542,6 +539,8 @@ Expected<std::vector<ResultSet>> LiveQuery::ReadWindows(uint64_t window_end_ns) 
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     idle_a = next & 1;
   }
+  // After the flip and its wait: every process a row of this window names has its records in.
+  DrainMappings();
   std::vector<ResultSet> out;
   for (size_t t = 0; t <= plan_.tables.size(); ++t) {
     const Plan& shape = t == 0 ? plan_ : *plan_.tables[t - 1];

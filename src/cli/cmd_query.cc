@@ -429,11 +429,12 @@ int RunQuery(const QueryOptions& opt) {
   std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
       opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
   const Plan& p = *plan;
-  // The probe's time on the wall clock: CLOCK_REALTIME's offset from CLOCK_MONOTONIC now.
-  const int64_t realtime_offset =
-      static_cast<int64_t>(NowNs(CLOCK_REALTIME)) - static_cast<int64_t>(NowNs(CLOCK_MONOTONIC));
+  // The probe's time on the wall clock: CLOCK_REALTIME's offset from CLOCK_MONOTONIC as the
+  // row is read (the wall clock may be stepped while the query runs).
   bpf::LiveQuery::RowCallback on_row = [&](std::vector<Value> row, int, uint64_t time_ns) {
-    sink->SelectRow(p, row, static_cast<uint64_t>(static_cast<int64_t>(time_ns) + realtime_offset));
+    const int64_t offset =
+        static_cast<int64_t>(NowNs(CLOCK_REALTIME)) - static_cast<int64_t>(NowNs(CLOCK_MONOTONIC));
+    sink->SelectRow(p, row, static_cast<uint64_t>(static_cast<int64_t>(time_ns) + offset));
   };
   // The window of every table, the query's own first.
   auto print_window = [&]() -> Status {

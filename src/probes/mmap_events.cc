@@ -11,6 +11,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include "probes/symbolizer.h"
 
@@ -25,11 +26,11 @@ int OnlineCpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
-// One record, copied out of the ring, with its time (the sample_id trailer).
-struct Record {
-  uint64_t time;
-  std::vector<uint8_t> bytes;  // header included
-};
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 }  // namespace
 
@@ -58,6 +59,8 @@ Expected<std::unique_ptr<MmapEvents>> MmapEvents::Open() {
   attr.task = 1;       // a forked process starts with its parent's
   attr.sample_id_all = 1;
   attr.sample_type = PERF_SAMPLE_TIME;  // every record ends with its time: merged in order
+  attr.use_clockid = 1;                 // one clock for every CPU's records, and fay's
+  attr.clockid = CLOCK_MONOTONIC;
   attr.exclude_kernel = 1;
   const size_t page = Ring::page();
   for (int cpu = 0; cpu < OnlineCpus(); ++cpu) {
@@ -81,7 +84,11 @@ Expected<std::unique_ptr<MmapEvents>> MmapEvents::Open() {
 MmapEvents::~MmapEvents() = default;
 
 void MmapEvents::Drain(Symbolizer& sym) {
-  std::vector<Record> records;
+  // Only what happened before this moment is applied now; anything later waits for the next
+  // drain, by when every CPU's ring holds what came before it.
+  const uint64_t cut = MonotonicNs();
+  std::vector<Pending> records = std::move(pending_);
+  pending_.clear();
   for (auto& r : rings_) {
     perf_event_mmap_page* m = r->meta();
     const uint64_t size = m->data_size ? m->data_size : Ring::page() * kDataPages;
@@ -94,7 +101,7 @@ void MmapEvents::Drain(Symbolizer& sym) {
       };
       copy(tail, &h, sizeof h);
       if (h.size < sizeof h || tail + h.size > head) break;
-      Record rec;
+      Pending rec;
       rec.bytes.resize(h.size);
       copy(tail, rec.bytes.data(), h.size);
       tail += h.size;
@@ -115,8 +122,12 @@ void MmapEvents::Drain(Symbolizer& sym) {
   // The CPUs' rings interleave: an exec on one CPU comes before the mappings its program makes
   // on another.
   std::stable_sort(records.begin(), records.end(),
-                   [](const Record& a, const Record& b) { return a.time < b.time; });
-  for (const Record& rec : records) {
+                   [](const Pending& a, const Pending& b) { return a.time < b.time; });
+  for (Pending& rec : records) {
+    if (rec.time > cut) {
+      pending_.push_back(std::move(rec));
+      continue;
+    }
     perf_event_header h;
     std::memcpy(&h, rec.bytes.data(), sizeof h);
     const uint8_t* body = rec.bytes.data() + sizeof h;
@@ -136,7 +147,8 @@ void MmapEvents::Drain(Symbolizer& sym) {
       std::memcpy(&ino, body + 40, 8);
       const char* name = reinterpret_cast<const char*>(body + kName);
       std::string path(name, strnlen(name, body_size - kName));
-      if (path.empty() || path[0] != '/') continue;  // [vdso], anonymous
+      // [vdso], and perf's "//anon" for anonymous executable memory (a JIT's code).
+      if (path.empty() || path[0] != '/' || path.compare(0, 2, "//") == 0) continue;
       sym.OnMmap(static_cast<int32_t>(pid), addr, len, pgoff, ino, path);
     } else if (h.type == PERF_RECORD_COMM) {
       if (h.misc & PERF_RECORD_MISC_COMM_EXEC) sym.OnExec(static_cast<int32_t>(pid));

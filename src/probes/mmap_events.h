@@ -36,6 +36,13 @@ class MmapEvents {
   MmapEvents() = default;
   std::vector<std::unique_ptr<Ring>> rings_;
   uint64_t lost_ = 0;
+  // Records newer than the last drain's start, kept for the next: a CPU drained earlier in a
+  // pass may still write older ones.
+  struct Pending {
+    uint64_t time;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Pending> pending_;
 };
 
 }  // namespace fay

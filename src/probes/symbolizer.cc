@@ -152,9 +152,13 @@ bool Symbolizer::Remember(int32_t tgid, std::chrono::nanoseconds max_age) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = processes_.find(tgid);
   if (it != processes_.end() && max_age > std::chrono::nanoseconds::zero() &&
-      std::chrono::steady_clock::now() - it->second.read_at < max_age)
+      std::chrono::steady_clock::now() - it->second.read_at < max_age) {
+    it->second.pinned = true;
     return true;
-  return RememberLocked(tgid) || it != processes_.end();
+  }
+  const bool known = RememberLocked(tgid) || it != processes_.end();
+  if (auto now = processes_.find(tgid); now != processes_.end()) now->second.pinned = true;
+  return known;
 }
 
 bool Symbolizer::Knows(int32_t tgid) const {
@@ -191,6 +195,7 @@ void Symbolizer::OnExec(int32_t tgid) {
   std::lock_guard<std::mutex> lock(mu_);
   ProcessMaps& pm = processes_[tgid];
   pm.mappings.clear();
+  pm.reread_on_miss = true;
   pm.read_at = std::chrono::steady_clock::now();
   gone_.erase(tgid);
   BoundLocked();
@@ -198,10 +203,15 @@ void Symbolizer::OnExec(int32_t tgid) {
 
 void Symbolizer::OnFork(int32_t child, int32_t parent) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A parent that ran before the records started: its maps from /proc, while it runs.
+  if (!processes_.count(parent)) RememberLocked(parent);
   auto p = processes_.find(parent);
-  if (p == processes_.end() || processes_.count(child)) return;
+  if (p == processes_.end()) return;
+  // Over whatever a dead process of the same pid left.
   ProcessMaps pm = p->second;
   pm.read_at = std::chrono::steady_clock::now();
+  pm.pinned = false;
+  pm.reread_on_miss = true;
   processes_[child] = std::move(pm);
   gone_.erase(child);
   BoundLocked();
@@ -212,8 +222,9 @@ void Symbolizer::BoundLocked() {
   // The least recently seen tenth goes, so that a busy machine's exits cost a sort now and then.
   std::vector<std::pair<std::chrono::steady_clock::time_point, int32_t>> by_age;
   by_age.reserve(processes_.size());
-  for (const auto& [tgid, pm] : processes_) by_age.emplace_back(pm.read_at, tgid);
-  const size_t drop = processes_.size() - kMaxProcesses * 9 / 10;
+  for (const auto& [tgid, pm] : processes_)
+    if (!pm.pinned) by_age.emplace_back(pm.read_at, tgid);
+  const size_t drop = std::min(by_age.size(), processes_.size() - kMaxProcesses * 9 / 10);
   std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(drop),
                    by_age.end());
   for (size_t i = 0; i < drop; ++i) processes_.erase(by_age[i].second);
@@ -252,6 +263,7 @@ bool Symbolizer::RememberLocked(int32_t tgid) {
   std::sort(pm.mappings.begin(), pm.mappings.end(),
             [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   pm.read_at = std::chrono::steady_clock::now();
+  if (auto old = processes_.find(tgid); old != processes_.end()) pm.pinned = old->second.pinned;
   processes_[tgid] = std::move(pm);
   gone_.erase(tgid);
   BoundLocked();
@@ -290,6 +302,7 @@ std::string Symbolizer::LookupLocked(int32_t tgid, uint64_t addr, uint64_t looku
     if (!f) return "";
     return fmt::format("{}+0x{:x}", f->name, addr_off - f->file_offset);
   }
+  pit->second.pinned = true;  // rows are named from it: kept past the bound
   auto find = [&](const ProcessMaps& pm) -> const Mapping* {
     auto it = std::upper_bound(pm.mappings.begin(), pm.mappings.end(), lookup_addr,
                                [](uint64_t a, const Mapping& m) { return a < m.start; });

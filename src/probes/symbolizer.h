@@ -40,7 +40,7 @@ class Symbolizer {
   // happened: an executable mapping of PATH at [start, start + len) from file offset pgoff; an
   // exec, which drops the old image's mappings; a fork, whose child starts with its parent's.
   // They keep the maps of a process that exits before anything reads /proc. At most
-  // kMaxProcesses are kept: past that the least recently seen go.
+  // kMaxProcesses are kept: past that the least recently seen of those nothing asked about go.
   void OnMmap(int32_t tgid, uint64_t start, uint64_t len, uint64_t pgoff, uint64_t inode,
               const std::string& path);
   void OnExec(int32_t tgid);
@@ -73,6 +73,9 @@ class Symbolizer {
     std::vector<Mapping> mappings;  // file-backed only, sorted by start
     bool reread_on_miss = true;     // a miss may re-read the maps once (dlopen since)
     std::chrono::steady_clock::time_point read_at;
+    // Asked for (a row named from it, or Remember): never evicted by the bound, which only
+    // drops the records of processes nothing asked about.
+    bool pinned = false;
   };
   bool RememberLocked(int32_t tgid);
   void BoundLocked();
