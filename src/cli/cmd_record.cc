@@ -210,9 +210,10 @@ int Run(RecordCli& c) {
                c.ring_size);
     return 2;
   }
-  // The paths the program changes, followed as the calls are recorded, for the end state.
+  // The paths the program changes, followed as the calls are recorded, for the end state. A
+  // flight recording writes dumps, which never hold one (a dump does not replay).
   std::optional<EndStateObserver> changes;
-  if (!c.no_end_state) {
+  if (!c.no_end_state && c.flight.empty()) {
     changes.emplace(StartingDirectory(c.opt.pid));
     c.opt.observer = &*changes;
   }
