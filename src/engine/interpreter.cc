@@ -11,6 +11,18 @@ Interpreter::Interpreter(const Plan& plan, uint64_t sample_seed)
   for (size_t i = 0; i < plan.states.size(); ++i) state_rngs_.emplace_back(sample_seed + i + 1);
 }
 
+namespace {
+
+// A state key as the probe stores it under `slot`: a string no longer than the slot holds (its
+// width, less the NUL).
+Value StateKey(const Slot& slot, Value v) {
+  if (const auto* s = std::get_if<std::string>(&v); s && slot.type.kind == TypeKind::kString)
+    return Value(BoundedString(*s, slot.size));
+  return v;
+}
+
+}  // namespace
+
 bool Interpreter::Remember(size_t state, const Event& e) {
   if (state >= plan_.states.size()) return false;
   const Plan& sp = *plan_.states[state];
@@ -27,14 +39,14 @@ bool Interpreter::Remember(size_t state, const Event& e) {
   if (sp.sample_den > 0 && sp.sample_num < sp.sample_den &&
       state_rngs_[state]() % sp.sample_den >= sp.sample_num)
     return false;
-  std::vector<int64_t> key;
+  std::vector<Value> key;
   for (const Slot& k : sp.keys) {
     auto v = EvalExpr(*k.expr, e, probe);
     if (!v.ok()) {
       Fail(v.status());
       return false;
     }
-    key.push_back(std::get<int64_t>(*v));
+    key.push_back(StateKey(k, std::move(*v)));
   }
   auto value = EvalExpr(*sp.remember_value, e, probe);
   if (!value.ok()) {
@@ -67,16 +79,17 @@ bool Interpreter::Remember(size_t state, const Event& e) {
 bool Interpreter::ReadStates(const Event& e) {
   const ProbeInfo& probe = plan_.probes[static_cast<size_t>(e.probe_index)];
   state_values_.resize(plan_.state_reads.size());
-  std::vector<std::pair<size_t, std::vector<int64_t>>> taken;
+  std::vector<std::pair<size_t, std::vector<Value>>> taken;
   for (size_t r = 0; r < plan_.state_reads.size(); ++r) {
     const Expr& read = *plan_.state_reads[r];
-    std::vector<int64_t> key;
-    for (const ExprPtr& k : read.kids) {
-      auto v = EvalExpr(*k, e, probe);
-      if (!v.ok()) return Fail(v.status());
-      key.push_back(std::get<int64_t>(*v));
-    }
     const size_t state = static_cast<size_t>(read.state);
+    const Plan& sp = *plan_.states[state];
+    std::vector<Value> key;
+    for (size_t k = 0; k < read.kids.size() && k < sp.keys.size(); ++k) {
+      auto v = EvalExpr(*read.kids[k], e, probe);
+      if (!v.ok()) return Fail(v.status());
+      key.push_back(StateKey(sp.keys[k], std::move(*v)));
+    }
     auto& map = states_[state];
     auto it = map.find(key);
     const uint64_t ttl = plan_.states[state]->remember_ttl_ns;

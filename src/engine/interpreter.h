@@ -77,7 +77,8 @@ class Interpreter {
     int64_t value = 0;
     uint64_t time_ns = 0;
   };
-  std::vector<std::map<std::vector<int64_t>, Stored>> states_;
+  // Keys as the probe stores them: ints, and strings cut to the remembered key's width.
+  std::vector<std::map<std::vector<Value>, Stored>> states_;
   std::vector<int64_t> state_values_;
   Event with_states_;
   std::vector<std::mt19937_64> state_rngs_;

@@ -584,6 +584,11 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   // each table's key.
   int key_area = std::max(plan.key_size, 8);
   for (const auto& sp : plan.states) key_area = std::max(key_area, sp->key_size + sp->value_size);
+  // ... and, before the query's own key is built, the keys of its state reads, side by side.
+  int read_keys = 0;
+  for (const Expr* r : plan.state_reads)
+    read_keys += RoundUp8(plan.states[static_cast<size_t>(r->state)]->key_size);
+  key_area = std::max(key_area, read_keys);
   for (const auto& t : plan.tables) key_area = std::max(key_area, t->key_size);
   int entry_off = RoundUp8(key_area);
   const EntryLayout entry = LayOutEntry(plan);

@@ -45,25 +45,34 @@ void GenStateReads(Gen& g) {
   if (reads.empty()) return;
   // Every read's value, held on the stack to the end of the program.
   for (size_t r = 0; r < reads.size(); ++r) g.state_slots.push_back(g.AllocTemp());
-  // Every read's key, in consecutive stack words, lowest first (temporaries grow down).
+  // Every read's key, in the state's layout (int keys 8 bytes, string keys their width), side
+  // by side at the start of scratch: the query's own key is built there only after the reads.
   std::vector<int16_t> key_at;
-  int key_temps = 0;
+  int at = 0;
   for (const Expr* read : reads) {
-    int16_t base = 0;
-    for (size_t k = 0; k < read->kids.size(); ++k, ++key_temps) base = g.AllocTemp();
-    key_at.push_back(base);
+    key_at.push_back(static_cast<int16_t>(at));
+    at += (g.plan.states[static_cast<size_t>(read->state)]->key_size + 7) & ~7;
   }
   Label missing = e.NewLabel(), all_found = e.NewLabel();
   for (size_t r = 0; r < reads.size(); ++r) {
     const Expr& read = *reads[r];
     const Plan& state = *g.plan.states[static_cast<size_t>(read.state)];
     e.Comment("state read " + read.text);
-    for (size_t k = 0; k < read.kids.size(); ++k) {
-      GenIntExpr(g, *read.kids[k]);
-      e.Store(8, R10, static_cast<int16_t>(key_at[r] + 8 * static_cast<int>(k)), R7);
+    for (size_t k = 0; k < read.kids.size() && k < state.keys.size(); ++k) {
+      const Slot& slot = state.keys[k];
+      const int off = key_at[r] + slot.offset;
+      if (slot.type.kind == TypeKind::kString) {
+        // Zeroed first, then at most the remembered key's width: compared as it was stored.
+        for (int w = 0; w < slot.size / 8; ++w)
+          e.StoreImm(8, R9, static_cast<int16_t>(off + 8 * w), 0);
+        GenStringExpr(g, *read.kids[k], off, slot.size);
+      } else {
+        GenIntExpr(g, *read.kids[k]);
+        e.Store(8, R9, static_cast<int16_t>(off), R7);
+      }
     }
     e.LdMap(R1, kMapState0 + read.state);
-    e.Mov(R2, R10);
+    e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, key_at[r]);
     e.Call(BPF_FUNC_map_lookup_elem);
     // An optional read (`until`) that finds nothing reads 0 and goes on.
@@ -99,14 +108,12 @@ void GenStateReads(Gen& g) {
   for (size_t r = 0; r < reads.size(); ++r) {
     const Expr& read = *reads[r];
     // An optional read never takes its value: it reads whether something is there.
-    if (read.optional || g.plan.states[static_cast<size_t>(read.state)]->remember_ttl_ns)
-      continue;
+    if (read.optional || g.plan.states[static_cast<size_t>(read.state)]->remember_ttl_ns) continue;
     e.LdMap(R1, kMapState0 + read.state);
-    e.Mov(R2, R10);
+    e.Mov(R2, R9);
     e.AluImm(BPF_ADD, R2, key_at[r]);
     e.Call(BPF_FUNC_map_delete_elem);
   }
-  for (int k = 0; k < key_temps; ++k) g.FreeTemp();
 }
 
 }  // namespace fay::bpf

@@ -145,17 +145,21 @@ class TypeChecker {
     return Status::Ok();
   }
 
-  // The remembered value and its keys are ints, read where the event happens: a system call's
-  // result, errno or latency is not known at its entry, where the state pipeline runs.
+  // The remembered value is an int, its keys ints or strings, read where the event happens: a
+  // system call's result, errno or latency is not known at its entry, where the state pipeline
+  // runs.
   Status CheckRemember(RememberStage& r) {
-    const char* hint = "remember keeps an int under int keys, e.g. remember time as t0 by tid";
-    auto check = [&](Expr& e) -> Status {
-      FAY_RETURN_IF_ERROR(Check(e));
-      FAY_RETURN_IF_ERROR(ExpectInt(e, PointerHint(e, hint)));
-      return NoExitField(e);
-    };
-    FAY_RETURN_IF_ERROR(check(*r.value));
-    for (ExprPtr& k : r.keys) FAY_RETURN_IF_ERROR(check(*k));
+    const char* hint =
+        "remember keeps an int under int or string keys, e.g. remember time as t0 by tid";
+    FAY_RETURN_IF_ERROR(Check(*r.value));
+    FAY_RETURN_IF_ERROR(ExpectInt(*r.value, PointerHint(*r.value, hint)));
+    FAY_RETURN_IF_ERROR(NoExitField(*r.value));
+    for (ExprPtr& k : r.keys) {
+      FAY_RETURN_IF_ERROR(Check(*k));
+      if (k->type.kind != TypeKind::kString)
+        FAY_RETURN_IF_ERROR(ExpectInt(*k, PointerHint(*k, hint)));
+      FAY_RETURN_IF_ERROR(NoExitField(*k));
+    }
     return Status::Ok();
   }
 
@@ -213,9 +217,21 @@ class TypeChecker {
                                              for (const ExprPtr& k : r.keys) ks.push_back(k->text);
                                              return Join(ks);
                                            }()));
-      for (ExprPtr& k : e.kids) {
+      for (size_t i = 0; i < e.kids.size(); ++i) {
+        ExprPtr& k = e.kids[i];
         FAY_RETURN_IF_ERROR(Check(*k));
-        FAY_RETURN_IF_ERROR(ExpectInt(*k, "state keys are ints"));
+        // Each key of the kind it was remembered under (by thread: the tid, an int).
+        const bool str = !r.keys.empty() && r.keys[i]->type.kind == TypeKind::kString;
+        if (str && k->type.kind != TypeKind::kString)
+          return Mismatch(*k, "string",
+                          PointerHint(*k, fmt::format("'{}' is remembered by {}, a string", e.name,
+                                                      r.keys[i]->text)));
+        if (!str)
+          FAY_RETURN_IF_ERROR(ExpectInt(
+              *k,
+              PointerHint(*k, r.keys.empty() ? std::string("kept by thread: read it with the tid")
+                                             : fmt::format("'{}' is remembered by {}, an int",
+                                                           e.name, r.keys[i]->text))));
         if (ReadsState(*k))
           return QueryError(src_, k->range, "A state read's key cannot read a state",
                             "every read happens before the where, all at once");

@@ -252,6 +252,10 @@ const GoldenCase kCases[] = {
     {"trigger_after_until",
      "syscall:openat | where errno == 2 | trigger t for 1s; syscall:close | trigger u; "
      "syscall:getpid | after u | until t | count()"},
+    // A string key: built in the state's layout at the start of scratch, zeroed, then the string.
+    {"state_string_key",
+     "syscall:openat | remember time as t by comm, str(args.filename); syscall:close | "
+     "count() by t[comm, \"/tmp/x\"]"},
     {"state_ttl",
      "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
      "fl[pid, tid]",
