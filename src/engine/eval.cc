@@ -265,7 +265,7 @@ Expected<Value> EvalExpr(const Expr& e, const Event& ev, const ProbeInfo& probe)
       if (!ev.state_values || e.read_slot < 0 ||
           static_cast<size_t>(e.read_slot) >= ev.state_values->size())
         return EvalError(e, "state read outside a plan that reads it");
-      return Value((*ev.state_values)[static_cast<size_t>(e.read_slot)]);
+      return (*ev.state_values)[static_cast<size_t>(e.read_slot)];
   }
   return EvalError(e, "unknown expression kind");
 }

@@ -54,7 +54,7 @@ bool Interpreter::Remember(size_t state, const Event& e) {
     return false;
   }
   auto& map = states_[state];
-  const Stored stored{std::get<int64_t>(*value), e.time_ns};
+  const Stored stored{std::move(*value), e.time_ns};
   auto it = map.find(key);
   if (it != map.end()) {
     it->second = stored;
@@ -97,7 +97,7 @@ bool Interpreter::ReadStates(const Event& e) {
         (ttl && e.time_ns > it->second.time_ns && e.time_ns - it->second.time_ns > ttl)) {
       // An optional read (`until`) reads 0 where nothing is kept, and the event goes on.
       if (read.optional) {
-        state_values_[r] = 0;
+        state_values_[r] = Value(int64_t{0});
         continue;
       }
       ++stats_.no_state;

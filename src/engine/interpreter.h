@@ -74,12 +74,12 @@ class Interpreter {
   Groups::iterator last_ = groups_.end();
   // State across probes, as the probe's maps keep it: per state pipeline, key -> {value, time}.
   struct Stored {
-    int64_t value = 0;
+    Value value;
     uint64_t time_ns = 0;
   };
   // Keys as the probe stores them: ints, and strings cut to the remembered key's width.
   std::vector<std::map<std::vector<Value>, Stored>> states_;
-  std::vector<int64_t> state_values_;
+  std::vector<Value> state_values_;
   Event with_states_;
   std::vector<std::mt19937_64> state_rngs_;
 };

@@ -44,7 +44,7 @@ struct Event {
   // values for a time by it (remember ... for D).
   uint64_t time_ns = 0;
   // The values of the plan's state reads (Plan::state_reads) for this event, when it has any.
-  const std::vector<int64_t>* state_values = nullptr;
+  const std::vector<Value>* state_values = nullptr;
 };
 
 struct Row {

@@ -446,7 +446,11 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
       add_slot(plan.owned.back().get(), "tid", offset);
     }
     plan.key_size = offset;
-    plan.value_size = 16;  // the value, then the time it was stored
+    // The value (8 bytes, or a string's width rounded up), then the time it was stored.
+    const Type& vt = remember->value->type;
+    plan.value_size = vt.kind == TypeKind::kString
+                          ? ((std::min(vt.str_len > 0 ? vt.str_len : 64, 256) + 7) & ~7) + 8
+                          : 16;
   } else if (agg) {
     FAY_RETURN_IF_ERROR(LayOutAggregate(&plan, *agg));
     // The further tables: the same events, keys and aggregates of their own.

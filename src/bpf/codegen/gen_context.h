@@ -66,8 +66,11 @@ class Gen {
     return table > 0 ? *plan.tables[static_cast<size_t>(table - 1)] : plan;
   }
   int map(int base) const { return TableMap(base, table); }
-  // Where each of plan.state_reads sits on the stack once GenStateReads has read it.
+  // Where each of plan.state_reads sits on the stack once GenStateReads has read it; a string
+  // value is copied into scratch instead, at state_strs[read] (-1 for an int).
   std::vector<int16_t> state_slots;
+  std::vector<int> state_strs;
+  int state_str_base = 0;  // that copy's area in scratch, past the raw record
 
   // 8-byte stack temporaries, allocated and released in LIFO order.
   int16_t AllocTemp() {

@@ -509,6 +509,7 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
                                       const std::vector<bool>& table_caches) {
   Gen g(plan, options, attach, entry_off);
   g.entry = LayOutEntry(plan);
+  g.state_str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize;
   g.use_cache = use_cache;
   g.table_caches = table_caches;
   g.set_str_base(str_base);
@@ -565,6 +566,13 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
 
 }  // namespace
 
+int StateValueBytes(const Plan& state) {
+  const Expr* v = state.remember_value;
+  if (!v || v->type.kind != TypeKind::kString) return 16;
+  const int len = std::min(v->type.str_len > 0 ? v->type.str_len : 64, kStrBufSize);
+  return RoundUp8(len) + 8;
+}
+
 EntryLayout LayOutEntry(const Plan& plan) {
   EntryLayout layout;
   for (const Expr* s : plan.entry_strings) {
@@ -593,7 +601,12 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   int entry_off = RoundUp8(key_area);
   const EntryLayout entry = LayOutEntry(plan);
   int raw_record_off = entry_off + entry.size;
-  int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize;
+  // The string values the query's state reads copy out, then the string buffers.
+  int state_strs = 0;
+  for (const Expr* r : plan.state_reads)
+    if (r->type.kind == TypeKind::kString)
+      state_strs += StateValueBytes(*plan.states[static_cast<size_t>(r->state)]) - 8;
+  int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize + state_strs;
   q.scratch_entry_off = entry_off;
   set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
   set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4, str_base + kStrBufSize * kStrBufs,
@@ -630,8 +643,8 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     const Plan& sp = *plan.states[i];
     set(static_cast<MapId>(kMapState0 + i),
         sp.remember_ttl_ns ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
-        fmt::format("fay_state_{}", i).c_str(), static_cast<uint32_t>(sp.key_size), 16,
-        plan.max_keys);
+        fmt::format("fay_state_{}", i).c_str(), static_cast<uint32_t>(sp.key_size),
+        static_cast<uint32_t>(StateValueBytes(sp)), plan.max_keys);
     if (sp.use_raw_syscalls)
       set(static_cast<MapId>(kMapStateSysFilter0 + i), BPF_MAP_TYPE_ARRAY,
           fmt::format("fay_state_sys_{}", i).c_str(), 4, 4, kMaxSyscalls);

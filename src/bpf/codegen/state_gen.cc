@@ -24,10 +24,17 @@ void GenRemember(Gen& g) {
   GenBuildKey(g);
   e.Comment(fmt::format("remember {} as {}", plan.remember_value->text, plan.remember_name));
   const auto value_off = static_cast<int16_t>(plan.key_size);
-  GenIntExpr(g, *plan.remember_value);
-  e.Store(8, R9, value_off, R7);
+  const int time_at = StateValueBytes(plan) - 8;  // past the value: 8 bytes, or a string's
+  if (plan.remember_value->type.kind == TypeKind::kString) {
+    for (int w = 0; w < time_at / 8; ++w)
+      e.StoreImm(8, R9, static_cast<int16_t>(value_off + 8 * w), 0);
+    GenStringExpr(g, *plan.remember_value, value_off, time_at);
+  } else {
+    GenIntExpr(g, *plan.remember_value);
+    e.Store(8, R9, value_off, R7);
+  }
   e.Call(BPF_FUNC_ktime_get_ns);
-  e.Store(8, R9, static_cast<int16_t>(value_off + 8), R0);
+  e.Store(8, R9, static_cast<int16_t>(value_off + time_at), R0);
   e.LdMap(R1, map);
   e.Mov(R2, R9);
   e.Mov(R3, R9);
@@ -43,8 +50,14 @@ void GenStateReads(Gen& g) {
   Emitter& e = g.e;
   const auto& reads = g.plan.state_reads;
   if (reads.empty()) return;
-  // Every read's value, held on the stack to the end of the program.
-  for (size_t r = 0; r < reads.size(); ++r) g.state_slots.push_back(g.AllocTemp());
+  // Every read's value, held on the stack to the end of the program; a string's in scratch.
+  int str_at = g.state_str_base;
+  for (const Expr* read : reads) {
+    g.state_slots.push_back(g.AllocTemp());
+    const bool str = read->type.kind == TypeKind::kString;
+    g.state_strs.push_back(str ? str_at : -1);
+    if (str) str_at += StateValueBytes(*g.plan.states[static_cast<size_t>(read->state)]) - 8;
+  }
   // Every read's key, in the state's layout (int keys 8 bytes, string keys their width), side
   // by side at the start of scratch: the query's own key is built there only after the reads.
   std::vector<int16_t> key_at;
@@ -78,11 +91,19 @@ void GenStateReads(Gen& g) {
     // An optional read (`until`) that finds nothing reads 0 and goes on.
     Label zero = read.optional ? e.NewLabel() : missing, next = e.NewLabel();
     e.JmpIfImm(BPF_JEQ, R0, 0, zero);
-    e.Load(8, R7, R0, 0);
-    e.Store(8, R10, g.state_slots[r], R7);
+    const int time_at = StateValueBytes(state) - 8;
+    if (g.state_strs[r] >= 0) {
+      for (int w = 0; w < time_at / 8; ++w) {
+        e.Load(8, R7, R0, static_cast<int16_t>(8 * w));
+        e.Store(8, R9, static_cast<int16_t>(g.state_strs[r] + 8 * w), R7);
+      }
+    } else {
+      e.Load(8, R7, R0, 0);
+      e.Store(8, R10, g.state_slots[r], R7);
+    }
     if (state.remember_ttl_ns) {
       // Kept for its time: older values read as missing (the LRU map drops them in time).
-      e.Load(8, R7, R0, 8);
+      e.Load(8, R7, R0, static_cast<int16_t>(time_at));
       e.Call(BPF_FUNC_ktime_get_ns);
       e.Alu(BPF_SUB, R0, R7);
       e.LdImm64(R1, state.remember_ttl_ns);
@@ -91,7 +112,11 @@ void GenStateReads(Gen& g) {
     if (read.optional) {
       e.Jmp(next);
       e.Bind(zero);
-      e.StoreImm(8, R10, g.state_slots[r], 0);
+      if (g.state_strs[r] >= 0)
+        for (int w = 0; w < time_at / 8; ++w)
+          e.StoreImm(8, R9, static_cast<int16_t>(g.state_strs[r] + 8 * w), 0);
+      else
+        e.StoreImm(8, R10, g.state_slots[r], 0);
     }
     e.Bind(next);
   }

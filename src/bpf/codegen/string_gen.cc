@@ -249,6 +249,23 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
     e.Bind(ok);
     return;
   }
+  if (expr.kind == ExprKind::kState) {
+    // A string a state pipeline remembered, copied out by GenStateReads.
+    const size_t slot = static_cast<size_t>(expr.read_slot);
+    if (expr.read_slot < 0 || slot >= g.state_strs.size() || g.state_strs[slot] < 0) {
+      g.Fail(fmt::format("internal: state read '{}' was not loaded", expr.text));
+      return;
+    }
+    const int have = StateValueBytes(*g.plan.states[static_cast<size_t>(expr.state)]) - 8;
+    const int len = std::min(cap, have);
+    e.Comment(fmt::format("{}: as the state read copied it", expr.text));
+    for (int w = 0; w < (len + 7) / 8; ++w) {
+      e.Load(8, R1, R9, static_cast<int16_t>(g.state_strs[slot] + 8 * w));
+      e.Store(8, R9, static_cast<int16_t>(off + 8 * w), R1);
+    }
+    if (len < have) e.StoreImm(1, R9, static_cast<int16_t>(off + len - 1), 0);
+    return;
+  }
   if (expr.kind == ExprKind::kString) {
     std::string s = expr.str_value.substr(0, cap - 1);
     for (size_t i = 0; i <= s.size(); ++i)

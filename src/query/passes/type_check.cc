@@ -145,14 +145,16 @@ class TypeChecker {
     return Status::Ok();
   }
 
-  // The remembered value is an int, its keys ints or strings, read where the event happens: a
+  // The remembered value and its keys are ints or strings, read where the event happens: a
   // system call's result, errno or latency is not known at its entry, where the state pipeline
   // runs.
   Status CheckRemember(RememberStage& r) {
     const char* hint =
-        "remember keeps an int under int or string keys, e.g. remember time as t0 by tid";
+        "remember keeps an int or a string under int or string keys, e.g. remember time as t0 "
+        "by tid";
     FAY_RETURN_IF_ERROR(Check(*r.value));
-    FAY_RETURN_IF_ERROR(ExpectInt(*r.value, PointerHint(*r.value, hint)));
+    if (r.value->type.kind != TypeKind::kString)
+      FAY_RETURN_IF_ERROR(ExpectInt(*r.value, PointerHint(*r.value, hint)));
     FAY_RETURN_IF_ERROR(NoExitField(*r.value));
     for (ExprPtr& k : r.keys) {
       FAY_RETURN_IF_ERROR(Check(*k));
@@ -238,7 +240,8 @@ class TypeChecker {
       }
       e.state = static_cast<int>(i);
       read_states_.insert(e.state);
-      e.type = Type::Int(r.value->type.is_signed);
+      e.type = r.value->type.kind == TypeKind::kString ? r.value->type
+                                                       : Type::Int(r.value->type.is_signed);
       return Status::Ok();
     }
     std::string hint = names.empty()

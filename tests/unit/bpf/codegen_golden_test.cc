@@ -256,6 +256,10 @@ const GoldenCase kCases[] = {
     {"state_string_key",
      "syscall:openat | remember time as t by comm, str(args.filename); syscall:close | "
      "count() by t[comm, \"/tmp/x\"]"},
+    // A string value: stored before its time, copied out to scratch by the read, then a key.
+    {"state_string_value",
+     "syscall:openat | remember str(args.filename) as f by pid for 1s; syscall:close | "
+     "count() by f[pid]"},
     {"state_ttl",
      "syscall:openat | remember args.flags as fl by pid, tid for 1s; syscall:read | count() by "
      "fl[pid, tid]",
