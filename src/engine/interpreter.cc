@@ -17,7 +17,8 @@ namespace {
 // width, less the NUL).
 Value StateKey(const Slot& slot, Value v) {
   if (const auto* s = std::get_if<std::string>(&v); s && slot.type.kind == TypeKind::kString)
-    return Value(BoundedString(*s, slot.size));
+    return Value(BoundedString(
+        *s, slot.type.str_len > 0 ? std::min(slot.size, slot.type.str_len) : slot.size));
   return v;
 }
 

@@ -607,6 +607,12 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     if (r->type.kind == TypeKind::kString)
       state_strs += StateValueBytes(*plan.states[static_cast<size_t>(r->state)]) - 8;
   int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize + state_strs;
+  // Every offset into scratch is a 16-bit displacement, and a map value has its limits too.
+  if (str_base + kStrBufSize * kStrBufs > 32000)
+    return Error(Code::kUnsupported,
+                 fmt::format("the query needs {} bytes of scratch in the probe, more than it "
+                             "has: read fewer or narrower remembered strings",
+                             str_base + kStrBufSize * kStrBufs));
   q.scratch_entry_off = entry_off;
   set(kMapStats, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_stats", 4, 8 * kStatCount, 1);
   set(kMapScratch, BPF_MAP_TYPE_PERCPU_ARRAY, "fay_scratch", 4, str_base + kStrBufSize * kStrBufs,

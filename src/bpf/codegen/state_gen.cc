@@ -46,6 +46,12 @@ void GenRemember(Gen& g) {
   GenBumpStat(g, kStatStateFull);
 }
 
+// A string key's width as it was remembered: its type's (str(p, 20): 20, with the NUL), not
+// the slot's, which is rounded up to 8.
+int StateKeyWidth(const Slot& slot) {
+  return slot.type.str_len > 0 ? std::min(slot.size, slot.type.str_len) : slot.size;
+}
+
 void GenStateReads(Gen& g) {
   Emitter& e = g.e;
   const auto& reads = g.plan.state_reads;
@@ -78,7 +84,7 @@ void GenStateReads(Gen& g) {
         // Zeroed first, then at most the remembered key's width: compared as it was stored.
         for (int w = 0; w < slot.size / 8; ++w)
           e.StoreImm(8, R9, static_cast<int16_t>(off + 8 * w), 0);
-        GenStringExpr(g, *read.kids[k], off, slot.size);
+        GenStringExpr(g, *read.kids[k], off, StateKeyWidth(slot));
       } else {
         GenIntExpr(g, *read.kids[k]);
         e.Store(8, R9, static_cast<int16_t>(off), R7);

@@ -152,12 +152,23 @@ class TypeChecker {
     const char* hint =
         "remember keeps an int or a string under int or string keys, e.g. remember time as t0 "
         "by tid";
+    // probe and func name a probe of the pipeline's own list, which the query's are not.
+    auto own_names = [&](const Expr& e) -> Status {
+      if (e.kind == ExprKind::kField && (e.name == "probe" || e.name == "func"))
+        return QueryError(src_, e.range,
+                          fmt::format("'{}' cannot be remembered or be a remembered key", e.name),
+                          "it names the state pipeline's own probes; aggregate by it in the "
+                          "query instead");
+      return Status::Ok();
+    };
     FAY_RETURN_IF_ERROR(Check(*r.value));
+    FAY_RETURN_IF_ERROR(own_names(*r.value));
     if (r.value->type.kind != TypeKind::kString)
       FAY_RETURN_IF_ERROR(ExpectInt(*r.value, PointerHint(*r.value, hint)));
     FAY_RETURN_IF_ERROR(NoExitField(*r.value));
     for (ExprPtr& k : r.keys) {
       FAY_RETURN_IF_ERROR(Check(*k));
+      FAY_RETURN_IF_ERROR(own_names(*k));
       if (k->type.kind != TypeKind::kString)
         FAY_RETURN_IF_ERROR(ExpectInt(*k, PointerHint(*k, hint)));
       FAY_RETURN_IF_ERROR(NoExitField(*k));
