@@ -33,9 +33,9 @@ std::vector<uint8_t> EntryHead(EntryHandler handler, void* context) {
       0x56,                                      // push rsi
       0x52,                                      // push rdx
       0x51,                                      // push rcx
+      0x50,                                      // push rax
       0x41, 0x50,                                // push r8
       0x41, 0x51,                                // push r9
-      0x50,                                      // push rax
       0x41, 0x52,                                // push r10
       0x41, 0x53,                                // push r11
       0x48, 0x89, 0xe6,                          // mov rsi, rsp: the EntryRegs
@@ -60,9 +60,9 @@ std::vector<uint8_t> EntryHead(EntryHandler handler, void* context) {
                         0x48, 0x81, 0xc4, 0x80, 0x00, 0x00, 0x00,  // add rsp, 128
                         0x41, 0x5b,                                // pop r11
                         0x41, 0x5a,                                // pop r10
-                        0x58,                                      // pop rax
                         0x41, 0x59,                                // pop r9
                         0x41, 0x58,                                // pop r8
+                        0x58,                                      // pop rax
                         0x59,                                      // pop rcx
                         0x5a,                                      // pop rdx
                         0x5e,                                      // pop rsi

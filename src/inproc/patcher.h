@@ -14,15 +14,19 @@
 namespace fay::inproc {
 
 // The argument registers as the function received them (System V AMD64), in the order the
-// trampoline leaves them on the stack.
+// trampoline leaves them on the stack: x86-64 struct pt_regs's own order from r11 to di, so
+// that `(const uint8_t*)regs - kPtRegsR11` reads as a pt_regs for those nine fields.
 struct EntryRegs {
-  uint64_t r11, r10, rax, r9, r8, rcx, rdx, rsi, rdi;
+  uint64_t r11, r10, r9, r8, rax, rcx, rdx, rsi, rdi;
   uint64_t Arg(int i) const {
     const uint64_t args[6] = {rdi, rsi, rdx, rcx, r8, r9};
     return i >= 0 && i < 6 ? args[i] : 0;
   }
 };
 static_assert(sizeof(EntryRegs) == 72);
+// Where struct pt_regs keeps r11, and di past it: the span EntryRegs mirrors.
+inline constexpr int kPtRegsR11 = 48;
+inline constexpr int kPtRegsDiEnd = 120;
 
 // Called on every entry to the function, on the thread that calls it. It must not unwind.
 using EntryHandler = void (*)(void* context, const EntryRegs* regs);

@@ -8,12 +8,14 @@
 // It never fails the program: whatever it cannot do it counts in the region and leaves
 // undone, and the process runs as it would have.
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "inproc/context_span.h"
 #include "inproc/helpers.h"
 #include "inproc/interpreter.h"
 #include "inproc/patcher.h"
@@ -34,6 +37,7 @@ namespace {
 struct Run {
   const Interpreter* program;
   uint64_t cookie;
+  bool args_only;  // reads its context only where EntryRegs mirrors pt_regs (context_span.h)
 };
 
 // One patched function: what runs at its entry and at its return.
@@ -41,6 +45,9 @@ struct Site {
   uint64_t address = 0;
   uint64_t size = 0;
   std::vector<Run> on_entry, on_return;
+  // Every entry program reads only argument registers: they run on the trampoline's saved
+  // registers, with no pt_regs built.
+  bool entry_args_only = false;
   // The return probe keeps the entry record the return programs read (kRegionPatchEntryRecord),
   // in place of the entry program that would store it.
   bool keeps_record = false;
@@ -52,6 +59,7 @@ struct Runtime {
   const RegionPatch* patch_table = nullptr;
   std::map<int, ShmMap> maps;  // by fay's map slot
   std::vector<Interpreter> programs;
+  std::vector<bool> args_only;  // by program: ReadsContextOnlyIn the EntryRegs span
   std::vector<std::unique_ptr<Site>> sites;
   std::vector<std::unique_ptr<EntryPatch>> patches;
 };
@@ -114,7 +122,7 @@ uint32_t TakeSlot(RegionHeader* h) {
   return kNoSlot;
 }
 
-void RunAll(const std::vector<Run>& runs, PtRegs* regs) {
+void RunAll(const std::vector<Run>& runs, uint64_t ctx) {
   RegionHeader* h = g_runtime->header;
   uint32_t slot = TakeSlot(h);
   if (slot == kNoSlot) {
@@ -124,7 +132,7 @@ void RunAll(const std::vector<Run>& runs, PtRegs* regs) {
   SetCurrentSlot(slot);
   for (const Run& r : runs) {
     SetCurrentCookie(r.cookie);
-    r.program->Run(reinterpret_cast<uint64_t>(regs));
+    r.program->Run(ctx);
   }
   h->slot_held[slot].store(0, std::memory_order_release);
 }
@@ -136,6 +144,11 @@ void OnEntry(void* context, const EntryRegs* regs) {
   if (t_in_probe) return;
   t_in_probe = true;
   if (site->on_entry.empty() || !LiveOrCount(g_runtime->header)) {
+    t_in_probe = false;
+    return;
+  }
+  if (site->entry_args_only) {
+    RunAll(site->on_entry, reinterpret_cast<uint64_t>(regs) - kPtRegsR11);
     t_in_probe = false;
     return;
   }
@@ -156,7 +169,7 @@ void OnEntry(void* context, const EntryRegs* regs) {
   pt.ip = site->address;
   // Where the return address sits, right above what the trampoline pushed: the entry's rsp.
   pt.sp = reinterpret_cast<uint64_t>(regs) + sizeof(EntryRegs);
-  RunAll(site->on_entry, &pt);
+  RunAll(site->on_entry, reinterpret_cast<uint64_t>(&pt));
   t_in_probe = false;
 }
 
@@ -176,7 +189,7 @@ void OnReturn(void* context, uint64_t ret, const EntryRecord* entry, uint64_t sp
   pt.ip = site->address;
   // The exit programs' key: this thread's id and the slot that held the return address.
   SetCurrentEntryRecord(entry, sp - 8);
-  RunAll(site->on_return, &pt);
+  RunAll(site->on_return, reinterpret_cast<uint64_t>(&pt));
   SetCurrentEntryRecord(nullptr, 0);
   t_in_probe = false;
 }
@@ -263,9 +276,11 @@ void PatchMapped(Runtime* rt) {
       site->keeps_record = true;
     else
       (p.is_return ? site->on_return : site->on_entry)
-          .push_back({&rt->programs[p.program], p.cookie});
+          .push_back({&rt->programs[p.program], p.cookie, rt->args_only[p.program]});
   }
   for (auto& [at, site] : by_address) {
+    site->entry_args_only = std::all_of(site->on_entry.begin(), site->on_entry.end(),
+                                        [](const Run& r) { return r.args_only; });
     if (debug) std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(), (unsigned long)at);
     auto patch = site->on_return.empty()
                      ? EntryPatch::Install(site->address, site->size, &OnEntry, site)
@@ -318,6 +333,8 @@ void Start(const char* spec) {
     if (!interp.ok()) return NoteRefusal(h, interp.status().message());
     if (!interp->translated()) h->interpreted.fetch_add(1, std::memory_order_relaxed);
     rt->programs.push_back(std::move(interp).value());
+    rt->args_only.push_back(
+        ReadsContextOnlyIn(insns, progs[i].insn_count, kPtRegsR11, kPtRegsDiEnd));
   }
   g_runtime = rt.get();
   SetTscClock(&h->clock);

@@ -1,0 +1,18 @@
+// Which bytes of its context a program reads. fay's programs copy the context to R6 first
+// (bpf/codegen) and read it through R6 only. An in-process entry program that reads pt_regs
+// only where the trampoline's saved registers mirror it (EntryRegs) runs on them directly, with
+// no pt_regs built for each call.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <cstdint>
+
+namespace fay::inproc {
+
+// True when the program's first instruction is `r6 = r1`, R6 is never written again, never
+// escapes (but to bpf_get_attach_cookie, which does not read it in the process), and every load
+// from it lies within [lo, hi). Anything it cannot follow answers false.
+bool ReadsContextOnlyIn(const bpf_insn* insns, uint32_t n, int lo, int hi);
+
+}  // namespace fay::inproc
