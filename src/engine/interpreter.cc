@@ -229,15 +229,18 @@ void Interpreter::Merge(Interpreter& other) {
   other.last_ = other.groups_.end();
 }
 
+bool Interpreter::EmptyWindow(ResultSet* rs) const {
+  if (!plan_.keys.empty() || !groups_.empty()) return false;
+  Row row;
+  for (const AggSlot& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
+  rs->rows.push_back(std::move(row));
+  return true;
+}
+
 ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
   ResultSet rs;
   rs.window_end_ns = window_end_ns;
-  if (plan_.keys.empty() && groups_.empty()) {
-    Row row;
-    for (const AggSlot& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
-    rs.rows.push_back(std::move(row));
-    return rs;
-  }
+  if (EmptyWindow(&rs)) return rs;
   rs.rows.reserve(groups_.size());
   for (auto& [key, states] : groups_) rs.rows.push_back(Row{key, std::move(states)});
   groups_.clear();
@@ -248,12 +251,7 @@ ResultSet Interpreter::TakeWindow(uint64_t window_end_ns) {
 ResultSet Interpreter::PeekWindow(uint64_t window_end_ns) const {
   ResultSet rs;
   rs.window_end_ns = window_end_ns;
-  if (plan_.keys.empty() && groups_.empty()) {
-    Row row;
-    for (const AggSlot& a : plan_.aggs) row.aggs.emplace_back(SpecOf(*a.item));
-    rs.rows.push_back(std::move(row));
-    return rs;
-  }
+  if (EmptyWindow(&rs)) return rs;
   rs.rows.reserve(groups_.size());
   for (const auto& [key, states] : groups_) rs.rows.push_back(Row{key, states});
   return rs;

@@ -50,6 +50,8 @@ class Interpreter {
 
  private:
   bool Admit(const Event& e);  // counts, state reads, predicate, sample
+  // Without keys and with nothing matched, the window's one row of empty aggregates into *rs.
+  bool EmptyWindow(ResultSet* rs) const;
   // The event's state reads into state_values_, taking each value read; false when one is
   // missing or expired.
   bool ReadStates(const Event& e);

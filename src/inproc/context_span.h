@@ -7,12 +7,17 @@
 #include <linux/bpf.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace fay::inproc {
 
-// True when the program's first instruction is `r6 = r1`, R6 is never written again, never
+// The 8-byte fields of an x86-64 struct pt_regs (21 of them) the program loads, bit i for the
+// field at 8 * i: when its first instruction is `r6 = r1`, R6 is never written again, never
 // escapes (but to bpf_get_attach_cookie, which does not read it in the process), and every load
-// from it lies within [lo, hi). Anything it cannot follow answers false.
+// from it lies within pt_regs. Anything it cannot follow answers nullopt.
+inline constexpr int kPtRegsFields = 21;
+std::optional<uint32_t> ContextFieldsRead(const bpf_insn* insns, uint32_t n);
+// Whether every field it loads lies within [lo, hi).
 bool ReadsContextOnlyIn(const bpf_insn* insns, uint32_t n, int lo, int hi);
 
 }  // namespace fay::inproc

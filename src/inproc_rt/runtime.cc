@@ -37,7 +37,8 @@ namespace {
 struct Run {
   const Interpreter* program;
   uint64_t cookie;
-  bool args_only;  // reads its context only where EntryRegs mirrors pt_regs (context_span.h)
+  // The pt_regs fields it reads (context_span.h), every bit set when that is not known.
+  uint32_t ctx_fields;
 };
 
 // One patched function: what runs at its entry and at its return.
@@ -48,6 +49,8 @@ struct Site {
   // Every entry program reads only argument registers: they run on the trampoline's saved
   // registers, with no pt_regs built.
   bool entry_args_only = false;
+  // The pt_regs fields the return programs read: only those are filled for them.
+  uint32_t return_fields = 0;
   // The return probe keeps the entry record the return programs read (kRegionPatchEntryRecord),
   // in place of the entry program that would store it.
   bool keeps_record = false;
@@ -59,7 +62,7 @@ struct Runtime {
   const RegionPatch* patch_table = nullptr;
   std::map<int, ShmMap> maps;  // by fay's map slot
   std::vector<Interpreter> programs;
-  std::vector<bool> args_only;  // by program: ReadsContextOnlyIn the EntryRegs span
+  std::vector<uint32_t> ctx_fields;  // by program: ContextFieldsRead, or every bit
   std::vector<std::unique_ptr<Site>> sites;
   std::vector<std::unique_ptr<EntryPatch>> patches;
 };
@@ -72,6 +75,8 @@ struct PtRegs {
   uint64_t r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip, cs, flags,
       sp, ss;
 };
+
+static_assert(sizeof(PtRegs) == 8 * kPtRegsFields);
 
 bool Live(const RegionHeader* h) {
   if (h->stop.load(std::memory_order_relaxed)) return false;
@@ -181,9 +186,11 @@ void OnReturn(void* context, uint64_t ret, const EntryRecord* entry, uint64_t sp
     t_in_probe = false;
     return;
   }
+  // Only the fields the return programs read are written (typically ax and sp): registers a
+  // return does not keep read as 0, as before.
   PtRegs pt;
-  pt.r15 = pt.r14 = pt.r13 = pt.r12 = pt.bp = pt.bx = pt.r11 = pt.r10 = pt.r9 = pt.r8 = 0;
-  pt.cx = pt.dx = pt.si = pt.di = pt.orig_ax = pt.cs = pt.flags = pt.ss = 0;
+  auto* field = reinterpret_cast<uint64_t*>(&pt);
+  for (uint32_t f = site->return_fields; f != 0; f &= f - 1) field[__builtin_ctz(f)] = 0;
   pt.ax = ret;
   pt.sp = sp;
   pt.ip = site->address;
@@ -276,11 +283,16 @@ void PatchMapped(Runtime* rt) {
       site->keeps_record = true;
     else
       (p.is_return ? site->on_return : site->on_entry)
-          .push_back({&rt->programs[p.program], p.cookie, rt->args_only[p.program]});
+          .push_back({&rt->programs[p.program], p.cookie, rt->ctx_fields[p.program]});
   }
   for (auto& [at, site] : by_address) {
-    site->entry_args_only = std::all_of(site->on_entry.begin(), site->on_entry.end(),
-                                        [](const Run& r) { return r.args_only; });
+    // The fields from r11 to di: what EntryRegs holds in pt_regs's order.
+    constexpr uint32_t kArgFields =
+        ((1u << (kPtRegsDiEnd / 8)) - 1) & ~((1u << (kPtRegsR11 / 8)) - 1);
+    site->entry_args_only =
+        std::all_of(site->on_entry.begin(), site->on_entry.end(),
+                    [&](const Run& r) { return (r.ctx_fields & ~kArgFields) == 0; });
+    for (const Run& r : site->on_return) site->return_fields |= r.ctx_fields;
     if (debug) std::fprintf(stderr, "patching %s at %lx\n", site->path.c_str(), (unsigned long)at);
     auto patch = site->on_return.empty()
                      ? EntryPatch::Install(site->address, site->size, &OnEntry, site)
@@ -333,8 +345,8 @@ void Start(const char* spec) {
     if (!interp.ok()) return NoteRefusal(h, interp.status().message());
     if (!interp->translated()) h->interpreted.fetch_add(1, std::memory_order_relaxed);
     rt->programs.push_back(std::move(interp).value());
-    rt->args_only.push_back(
-        ReadsContextOnlyIn(insns, progs[i].insn_count, kPtRegsR11, kPtRegsDiEnd));
+    rt->ctx_fields.push_back(
+        ContextFieldsRead(insns, progs[i].insn_count).value_or((1u << kPtRegsFields) - 1));
   }
   g_runtime = rt.get();
   SetTscClock(&h->clock);

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "../bpf/query_test_util.h"
 #include "bpf/codegen/codegen.h"
+#include "bpf/emitter.h"
 #include "inproc/patcher.h"
 
 extern "C" __attribute__((noinline, used)) long fay_context_span_target(long a, long b) {
@@ -51,45 +53,53 @@ TEST(ContextSpan, EntryProgramsOfArgumentsRunOnTheSavedRegisters) {
   EXPECT_EQ(ArgsOnly("uretprobe", "count() by retval, arg0"), (std::vector<bool>{false, false}));
 }
 
-bpf_insn Insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
-  bpf_insn i{};
-  i.code = code;
-  i.dst_reg = dst;
-  i.src_reg = src;
-  i.off = off;
-  i.imm = imm;
-  return i;
+// A program that keeps its context in R6, then BODY, then exits.
+bool Check(const std::function<void(bpf::Emitter&)>& body) {
+  bpf::Emitter e;
+  e.Mov(bpf::R6, bpf::R1);
+  body(e);
+  e.MovImm(bpf::R0, 0);
+  e.Exit();
+  auto insns = e.Finish();
+  EXPECT_TRUE(insns.ok());
+  return insns.ok() && ReadsContextOnlyIn(insns->data(), static_cast<uint32_t>(insns->size()),
+                                          kPtRegsR11, kPtRegsDiEnd);
 }
 
 TEST(ContextSpan, AContextThatEscapesOrIsReadPastTheSpanIsNot) {
-  const bpf_insn keep = Insn(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
-  const bpf_insn exit_insn = Insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
-  auto check = [&](std::vector<bpf_insn> body) {
-    std::vector<bpf_insn> p{keep};
-    p.insert(p.end(), body.begin(), body.end());
-    p.push_back(exit_insn);
-    return ReadsContextOnlyIn(p.data(), static_cast<uint32_t>(p.size()), kPtRegsR11, kPtRegsDiEnd);
-  };
-  const bpf_insn load_di = Insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 112, 0);
-  EXPECT_TRUE(check({load_di}));
-  // ip (+128) and the last byte past di are outside; r11 (+48) is the first inside.
-  EXPECT_FALSE(check({Insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 128, 0)}));
-  EXPECT_FALSE(check({Insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 116, 0)}));
-  EXPECT_TRUE(check({Insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 48, 0)}));
-  EXPECT_FALSE(check({Insn(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 40, 0)}));
-  // Copied elsewhere, moved, or stored through: not followed.
-  EXPECT_FALSE(check({Insn(BPF_ALU64 | BPF_MOV | BPF_X, 2, 6, 0, 0)}));
-  EXPECT_FALSE(check({Insn(BPF_ALU64 | BPF_ADD | BPF_K, 6, 0, 0, 8)}));
-  EXPECT_FALSE(check({Insn(BPF_STX | BPF_MEM | BPF_DW, 10, 6, -8, 0)}));
-  // Given to bpf_get_attach_cookie, which does not read it in the process: fine.
-  EXPECT_TRUE(check({Insn(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0),
-                     Insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_attach_cookie)}));
-  // ... but to any other helper, not.
-  EXPECT_FALSE(check({Insn(BPF_ALU64 | BPF_MOV | BPF_X, 1, 6, 0, 0),
-                      Insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_get_stackid)}));
+  using bpf::Emitter;
+  using bpf::R1;
+  using bpf::R10;
+  using bpf::R2;
+  using bpf::R6;
+  EXPECT_TRUE(Check([](Emitter& e) { e.Load(8, R1, R6, 112); }));  // di
+  // ip (+128) and a load that ends past di are outside; r11 (+48) is the first inside.
+  EXPECT_FALSE(Check([](Emitter& e) { e.Load(8, R1, R6, 128); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.Load(8, R1, R6, 116); }));
+  EXPECT_TRUE(Check([](Emitter& e) { e.Load(8, R1, R6, 48); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.Load(8, R1, R6, 40); }));
+  // Copied elsewhere, moved, or stored: not followed.
+  EXPECT_FALSE(Check([](Emitter& e) { e.Mov(R2, R6); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.AluImm(BPF_ADD, R6, 8); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.Store(8, R10, -8, R6); }));
+  // Given to bpf_get_attach_cookie, which does not read it in the process: fine; to any other
+  // helper, not.
+  EXPECT_TRUE(Check([](Emitter& e) {
+    e.Mov(R1, R6);
+    e.Call(BPF_FUNC_get_attach_cookie);
+  }));
+  EXPECT_FALSE(Check([](Emitter& e) {
+    e.Mov(R1, R6);
+    e.Call(BPF_FUNC_get_stackid);
+  }));
   // A program that does not start by keeping its context in R6.
-  std::vector<bpf_insn> other{Insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0), exit_insn};
-  EXPECT_FALSE(ReadsContextOnlyIn(other.data(), 2, kPtRegsR11, kPtRegsDiEnd));
+  bpf::Emitter other;
+  other.MovImm(bpf::R0, 0);
+  other.Exit();
+  auto insns = other.Finish();
+  ASSERT_TRUE(insns.ok());
+  EXPECT_FALSE(ReadsContextOnlyIn(insns->data(), static_cast<uint32_t>(insns->size()), kPtRegsR11,
+                                  kPtRegsDiEnd));
 }
 
 }  // namespace
