@@ -4,6 +4,8 @@ for -c) and through the kernel's uprobe (--uprobes kernel), beside bpftrace and 
 kernel uprobe, in one interleaved run. Its own section of docs/BENCHMARKS.md:
 `bench/run --only inprocess`."""
 
+import re
+
 from benchlib.model import Workload
 from benchlib.tools import Tool, all_of, bpftrace_tool, exit_ok, fay_tool
 
@@ -96,4 +98,52 @@ def workloads(env):
             f"{n:,} calls of {SYMBOL} (func_calls_dyn {n}), the kernel's uprobe: {title}", n,
             [untraced(n), kernel_row(query, member, n // per)] + extra,
             section=SECTION))
+    out.append(_attach_workload(env))
     return out
+
+
+_LOADED = re.compile(r"in-process runtime loaded into \d+ in ([0-9.]+) ms")
+
+
+def _attach_stamp(run):
+    """fay -v says how long the runtime took to go into the running process: every thread held,
+    the library loaded, the functions patched, all let go."""
+    m = _LOADED.search(run.stderr or "")
+    if not m:
+        return "fay -v printed no load time (not attached in the process?)", None
+    run.metrics["attach_ms"] = float(m.group(1))
+    return None, None
+
+
+def _attach_rule(results, _all):
+    """Issue 26: attaching to a running process takes <= 50 ms."""
+    t = {r["tool"]: r for r in results["tools"]}
+    fay = t.get(ATTACH)
+    if not fay or fay["status"] != "ok":
+        return "FAIL", f"{ATTACH} did not run: {fay and fay.get('reason')}"
+    ms = (fay.get("metrics") or {}).get("attach_ms")
+    if ms is None:
+        return "FAIL", "no attach time"
+    return ("PASS" if ms <= 50 else "FAIL"), (
+        f"the runtime went into a running 2-thread process and patched it in {ms:.1f} ms (<= 50); "
+        f"the whole -p run, 200 ms of it counting, {fay['median_wall_s'] * 1e3:.0f} ms")
+
+
+ATTACH = "fay query -p (in-process)"
+
+
+def _attach_workload(env):
+    # A 2-thread hammer that runs until killed, fay attached to it 200 ms in, for 200 ms.
+    hammer = env.testprog("hammer")
+    script = (f"{hammer} 2 4000000000 & pid=$!; sleep 0.2; "
+              f"{env.fay} query -v --uprobes inprocess -p $pid "
+              f"'uprobe:{hammer}:fay_hot | count() | for 200ms'; rc=$?; "
+              f"kill $pid; wait $pid 2>/dev/null; exit $rc")
+    return Workload(
+        "W6-inprocess-attach", "inprocess",
+        "fay -p into a running 2-thread process (hammer), in-process `uprobe | count()` for 200 ms",
+        None, [Tool(ATTACH, "fay", ["sh", "-c", script], all_of(exit_ok, _attach_stamp),
+                 needs=[env.fay, hammer])],
+        metrics=[("attach_ms", "attach (ms)", ".1f")],
+        acceptance=[("attach to a running process <= 50 ms (issue 26)", _attach_rule)],
+        section=SECTION)
