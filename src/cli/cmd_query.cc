@@ -420,6 +420,9 @@ int RunQuery(const QueryOptions& opt) {
     // exec-to-attached exactly, without fay's teardown in the figure.
     fmt::print(stderr, "fay: probes attached at CLOCK_MONOTONIC {} ns\n", t_attached);
   }
+  // The query's start, for `every`'s windows and `for`: when the command is let go, not after
+  // the start program's detach, which waits out an RCU grace period (up to 200 ms here).
+  const uint64_t start = NowNs(CLOCK_MONOTONIC);
   if (child) {
     if (*host) (*host)->Heartbeat();  // attaching may have taken longer than its timeout
     if (Status st = child->Release(); !st.ok()) return Fail(st);
@@ -461,7 +464,6 @@ int RunQuery(const QueryOptions& opt) {
     return Status::Ok();
   };
 
-  uint64_t start = NowNs(CLOCK_MONOTONIC);
   uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
   uint64_t next_window = p.every_ns ? start + p.every_ns : 0;
   uint64_t last_window = start;
