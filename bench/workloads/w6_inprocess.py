@@ -5,6 +5,7 @@ kernel uprobe, in one interleaved run. Its own section of docs/BENCHMARKS.md:
 `bench/run --only inprocess`."""
 
 import re
+import shlex
 
 from benchlib.model import Workload
 from benchlib.tools import Tool, all_of, bpftrace_tool, exit_ok, fay_tool
@@ -134,10 +135,11 @@ ATTACH = "fay query -p (in-process)"
 
 def _attach_workload(env):
     # A 2-thread hammer that runs until killed, fay attached to it 200 ms in, for 200 ms.
+    # The CMake-built hammer: dynamically linked, so the runtime can go into it.
     hammer = env.testprog("hammer")
-    script = (f"{hammer} 2 4000000000 & pid=$!; sleep 0.2; "
-              f"{env.fay} query -v --uprobes inprocess -p $pid "
-              f"'uprobe:{hammer}:fay_hot | count() | for 200ms'; rc=$?; "
+    query = shlex.quote(f"uprobe:{hammer}:fay_hot | count() | for 200ms")
+    script = (f"{shlex.quote(hammer)} 2 4000000000 & pid=$!; sleep 0.3; "
+              f"{shlex.quote(env.fay)} query -v --uprobes inprocess -p $pid {query}; rc=$?; "
               f"kill $pid; wait $pid 2>/dev/null; exit $rc")
     return Workload(
         "W6-inprocess-attach", "inprocess",

@@ -335,8 +335,13 @@ Expected<Link> LiveQuery::AttachUprobeGroup(const Program& prog, const Attachmen
 
 void LiveQuery::CommandStarted() {
   // The command has exec'd, so the start program has done its one job; every other process's
-  // system calls should not keep paying for it.
-  Link gone = std::move(start_link_);
+  // system calls should not keep paying for it. Closed on a thread of its own (start_closer_).
+  if (start_link_.size() == 0 || start_closer_.joinable()) return;
+  start_closer_ = std::thread([l = std::move(start_link_)]() mutable { Link gone = std::move(l); });
+}
+
+LiveQuery::~LiveQuery() {
+  if (start_closer_.joinable()) start_closer_.join();
 }
 
 void LiveQuery::Detach() {
@@ -348,6 +353,7 @@ void LiveQuery::Detach() {
   for (auto& t : closers) t.join();
   links_.clear();
   CommandStarted();
+  if (start_closer_.joinable()) start_closer_.join();
 }
 
 Expected<std::vector<Value>> LiveQuery::DecodeSlots(const Plan& shape, const uint8_t* data) const {

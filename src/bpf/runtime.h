@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "bpf/attach.h"
@@ -48,6 +49,7 @@ class LiveQuery {
 
   // Creates the maps and loads (verifies) every program; attaches nothing yet.
   static Expected<std::unique_ptr<LiveQuery>> Load(const Plan& plan, const CodegenOptions& options);
+  ~LiveQuery();
 
   // Adds a process (and, with descendants, its live children) to the traced tree.
   // `pending_exec`: the process only counts once it has exec'd (a `-c` child held before exec).
@@ -112,6 +114,10 @@ class LiveQuery {
   std::vector<Program> programs_;
   std::vector<Link> links_;
   Link start_link_;  // kScopeStart, until CommandStarted()
+  // Closes start_link_ off the caller's path: a tracepoint detach waits out an RCU grace period
+  // (up to 200 ms here), which would hold up the command's first window. Joined by Detach and
+  // the destructor.
+  std::thread start_closer_;
   std::vector<std::string> warnings_;
   std::unique_ptr<RingBufferReader> ring_;
   const RowCallback* row_cb_ = nullptr;

@@ -12,7 +12,8 @@
 namespace fay::inproc {
 
 // The 8-byte fields of an x86-64 struct pt_regs (21 of them) the program loads, bit i for the
-// field at 8 * i: when its first instruction is `r6 = r1`, R6 is never written again, never
+// field at 8 * i: when its first instruction is `r6 = r1`, R1 is overwritten before any use
+// or branch, R6 is never written again, never
 // escapes (but to bpf_get_attach_cookie, which does not read it in the process), and every load
 // from it lies within pt_regs. Anything it cannot follow answers nullopt.
 inline constexpr int kPtRegsFields = 21;

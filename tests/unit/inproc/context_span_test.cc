@@ -92,6 +92,14 @@ TEST(ContextSpan, AContextThatEscapesOrIsReadPastTheSpanIsNot) {
     e.Mov(R1, R6);
     e.Call(BPF_FUNC_get_stackid);
   }));
+  // R1 still the context: read through, copied or given to a helper before it is overwritten.
+  EXPECT_FALSE(Check([](Emitter& e) { e.Load(8, R2, R1, 200); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.Mov(R2, R1); }));
+  EXPECT_FALSE(Check([](Emitter& e) { e.Call(BPF_FUNC_get_stackid); }));
+  EXPECT_TRUE(Check([](Emitter& e) {
+    e.MovImm(R1, 0);
+    e.Mov(R2, R1);
+  }));
   // A program that does not start by keeping its context in R6.
   bpf::Emitter other;
   other.MovImm(bpf::R0, 0);
