@@ -466,7 +466,8 @@ int RunQuery(const QueryOptions& opt) {
 
   uint64_t deadline = p.for_ns ? start + p.for_ns : 0;
   uint64_t next_window = p.every_ns ? start + p.every_ns : 0;
-  uint64_t last_window = start;
+  // `for` ended right on a window's end, which was printed then: no partial window follows.
+  bool ended_on_window = false;
   int exit_code = 0;
   bool stop = false;
   bool child_done = false;
@@ -512,13 +513,17 @@ int RunQuery(const QueryOptions& opt) {
     if (p.snapshot_state >= 0)
       if (Status st = print_snapshot(); !st.ok()) return Fail(st);
     now = NowNs(CLOCK_MONOTONIC);
+    bool printed = false;
     if (next_window && now >= next_window && (!stop || (deadline && now >= deadline))) {
       if (Status st = print_window(); !st.ok()) return Fail(st);
       sink->Flush();
       next_window += p.every_ns;
-      last_window = now;
+      printed = true;
     }
-    if (deadline && now >= deadline) stop = true;
+    if (deadline && now >= deadline) {
+      stop = true;
+      ended_on_window = printed;
+    }
     (*live)->RememberStackProcesses();
   }
   (void)ring_fd;
@@ -541,10 +546,11 @@ int RunQuery(const QueryOptions& opt) {
   if (p.mode == PlanMode::kSelect) {
     auto n = (*live)->PollEvents(-1, on_row);
     if (!n.ok()) return Fail(n.status());
-  } else if (!p.every_ns || last_window == start ||
-             NowNs(CLOCK_MONOTONIC) - last_window > p.every_ns / 10) {
-    // The last, partial window is printed unless `for` ended right on a window boundary; a
-    // command that ended within the first window has only that one.
+  } else if (!ended_on_window) {
+    // The last, partial window, with every event since the window before it: when the command
+    // ends or fay is stopped, however soon after a window's end (a rule of "not within a tenth
+    // of a window" lost the events of those last milliseconds); only `for` ending right on a
+    // window's end has none.
     if (Status st = print_window(); !st.ok()) return Fail(st);
   }
   sink->Flush();
