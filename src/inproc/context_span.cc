@@ -93,10 +93,7 @@ std::optional<uint32_t> ContextFieldsRead(const bpf_insn* insns, uint32_t n) {
 
 bool ReadsContextOnlyIn(const bpf_insn* insns, uint32_t n, int lo, int hi) {
   const std::optional<uint32_t> fields = ContextFieldsRead(insns, n);
-  if (!fields) return false;
-  for (int f = 0; f < kPtRegsFields; ++f)
-    if ((*fields >> f & 1) && (8 * f < lo || 8 * f + 8 > hi)) return false;
-  return true;
+  return fields && (*fields & ~FieldsWithin(lo, hi)) == 0;
 }
 
 }  // namespace fay::inproc

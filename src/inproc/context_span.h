@@ -18,6 +18,10 @@ namespace fay::inproc {
 // from it lies within pt_regs. Anything it cannot follow answers nullopt.
 inline constexpr int kPtRegsFields = 21;
 std::optional<uint32_t> ContextFieldsRead(const bpf_insn* insns, uint32_t n);
+// The fields wholly within the byte range [lo, hi), as ContextFieldsRead numbers them.
+constexpr uint32_t FieldsWithin(int lo, int hi) {
+  return ((1u << (hi / 8)) - 1) & ~((1u << ((lo + 7) / 8)) - 1);
+}
 // Whether every field it loads lies within [lo, hi).
 bool ReadsContextOnlyIn(const bpf_insn* insns, uint32_t n, int lo, int hi);
 

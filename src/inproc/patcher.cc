@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "inproc/relocate.h"
 
 namespace fay::inproc {
@@ -133,9 +134,7 @@ thread_local bool t_in_handler = false;
 std::atomic<uint64_t> g_too_deep{0}, g_skipped{0};
 
 uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  return ClockNs(CLOCK_MONOTONIC);
 }
 std::atomic<uint64_t (*)()> g_entry_clock{&MonotonicNs};
 

@@ -287,8 +287,7 @@ void PatchMapped(Runtime* rt) {
   }
   for (auto& [at, site] : by_address) {
     // The fields from r11 to di: what EntryRegs holds in pt_regs's order.
-    constexpr uint32_t kArgFields =
-        ((1u << (kPtRegsDiEnd / 8)) - 1) & ~((1u << (kPtRegsR11 / 8)) - 1);
+    constexpr uint32_t kArgFields = FieldsWithin(kPtRegsR11, kPtRegsDiEnd);
     site->entry_args_only =
         std::all_of(site->on_entry.begin(), site->on_entry.end(),
                     [&](const Run& r) { return (r.ctx_fields & ~kArgFields) == 0; });

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "probes/symbolizer.h"
 
 namespace fay {
@@ -24,12 +25,6 @@ constexpr size_t kDataPages = 64;  // 256 KiB a CPU: a burst of thousands of exe
 int OnlineCpus() {
   long n = sysconf(_SC_NPROCESSORS_CONF);
   return n > 0 ? static_cast<int>(n) : 1;
-}
-
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -86,7 +81,7 @@ MmapEvents::~MmapEvents() = default;
 void MmapEvents::Drain(Symbolizer& sym) {
   // Only what happened before this moment is applied now; anything later waits for the next
   // drain, by when every CPU's ring holds what came before it.
-  const uint64_t cut = MonotonicNs();
+  const uint64_t cut = ClockNs(CLOCK_MONOTONIC);
   std::vector<Pending> records = std::move(pending_);
   pending_.clear();
   for (auto& r : rings_) {

@@ -446,7 +446,8 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
       add_slot(plan.owned.back().get(), "tid", offset);
     }
     plan.key_size = offset;
-    // The value (8 bytes, or a string's width rounded up), then the time it was stored.
+    // The value (8 bytes, or a string's width rounded up), then the time it was stored: the
+    // layout the probe's state map, GenRemember and GenStateReads all take from here.
     const Type& vt = remember->value->type;
     plan.value_size = vt.kind == TypeKind::kString
                           ? ((std::min(vt.str_len > 0 ? vt.str_len : 64, 256) + 7) & ~7) + 8

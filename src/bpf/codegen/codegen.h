@@ -76,9 +76,6 @@ constexpr int kEntryKeyProbeShift = 48;
 constexpr int kStrBufSize = 256;
 constexpr int kStrBufs = 8;
 constexpr uint32_t kRingBytes = 8 << 20;
-// A state pipeline's value in its map: an int (8 bytes) or a string (its width, rounded to 8),
-// then the u64 time it was stored.
-int StateValueBytes(const Plan& state);
 // A select record in the ring: u64 probe index, u64 CLOCK_MONOTONIC time, then the columns.
 constexpr int kSelectHeader = 16;
 // The aggregation cache: kCacheSlots per CPU, each [u64 used][key][value]. A key whose slot is

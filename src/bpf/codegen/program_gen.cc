@@ -566,13 +566,6 @@ Expected<GeneratedProgram> GenProgram(const Plan& plan, const CodegenOptions& op
 
 }  // namespace
 
-int StateValueBytes(const Plan& state) {
-  const Expr* v = state.remember_value;
-  if (!v || v->type.kind != TypeKind::kString) return 16;
-  const int len = std::min(v->type.str_len > 0 ? v->type.str_len : 64, kStrBufSize);
-  return RoundUp8(len) + 8;
-}
-
 EntryLayout LayOutEntry(const Plan& plan) {
   EntryLayout layout;
   for (const Expr* s : plan.entry_strings) {
@@ -605,7 +598,7 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
   int state_strs = 0;
   for (const Expr* r : plan.state_reads)
     if (r->type.kind == TypeKind::kString)
-      state_strs += StateValueBytes(*plan.states[static_cast<size_t>(r->state)]) - 8;
+      state_strs += plan.states[static_cast<size_t>(r->state)]->value_size - 8;
   int str_base = raw_record_off + kRawRecordSize + kRawRegsCopySize + state_strs;
   // Every offset into scratch is a 16-bit displacement, and a map value has its limits too.
   if (str_base + kStrBufSize * kStrBufs > 32000)
@@ -650,7 +643,7 @@ Expected<GeneratedQuery> Generate(const Plan& plan, const CodegenOptions& option
     set(static_cast<MapId>(kMapState0 + i),
         sp.remember_ttl_ns ? BPF_MAP_TYPE_LRU_HASH : BPF_MAP_TYPE_HASH,
         fmt::format("fay_state_{}", i).c_str(), static_cast<uint32_t>(sp.key_size),
-        static_cast<uint32_t>(StateValueBytes(sp)), plan.max_keys);
+        static_cast<uint32_t>(sp.value_size), plan.max_keys);
     if (sp.use_raw_syscalls)
       set(static_cast<MapId>(kMapStateSysFilter0 + i), BPF_MAP_TYPE_ARRAY,
           fmt::format("fay_state_sys_{}", i).c_str(), 4, 4, kMaxSyscalls);

@@ -24,7 +24,7 @@ void GenRemember(Gen& g) {
   GenBuildKey(g);
   e.Comment(fmt::format("remember {} as {}", plan.remember_value->text, plan.remember_name));
   const auto value_off = static_cast<int16_t>(plan.key_size);
-  const int time_at = StateValueBytes(plan) - 8;  // past the value: 8 bytes, or a string's
+  const int time_at = plan.value_size - 8;  // past the value: 8 bytes, or a string's
   if (plan.remember_value->type.kind == TypeKind::kString) {
     for (int w = 0; w < time_at / 8; ++w)
       e.StoreImm(8, R9, static_cast<int16_t>(value_off + 8 * w), 0);
@@ -62,7 +62,7 @@ void GenStateReads(Gen& g) {
     g.state_slots.push_back(g.AllocTemp());
     const bool str = read->type.kind == TypeKind::kString;
     g.state_strs.push_back(str ? str_at : -1);
-    if (str) str_at += StateValueBytes(*g.plan.states[static_cast<size_t>(read->state)]) - 8;
+    if (str) str_at += g.plan.states[static_cast<size_t>(read->state)]->value_size - 8;
   }
   // Every read's key, in the state's layout (int keys 8 bytes, string keys their width), side
   // by side at the start of scratch: the query's own key is built there only after the reads.
@@ -97,7 +97,7 @@ void GenStateReads(Gen& g) {
     // An optional read (`until`) that finds nothing reads 0 and goes on.
     Label zero = read.optional ? e.NewLabel() : missing, next = e.NewLabel();
     e.JmpIfImm(BPF_JEQ, R0, 0, zero);
-    const int time_at = StateValueBytes(state) - 8;
+    const int time_at = state.value_size - 8;
     if (g.state_strs[r] >= 0) {
       for (int w = 0; w < time_at / 8; ++w) {
         e.Load(8, R7, R0, static_cast<int16_t>(8 * w));

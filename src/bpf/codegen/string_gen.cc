@@ -256,7 +256,7 @@ void GenStringExpr(Gen& g, const Expr& expr, int off, int cap) {
       g.Fail(fmt::format("internal: state read '{}' was not loaded", expr.text));
       return;
     }
-    const int have = StateValueBytes(*g.plan.states[static_cast<size_t>(expr.state)]) - 8;
+    const int have = g.plan.states[static_cast<size_t>(expr.state)]->value_size - 8;
     const int len = std::min(cap, have);
     e.Comment(fmt::format("{}: as the state read copied it", expr.text));
     for (int w = 0; w < (len + 7) / 8; ++w) {
