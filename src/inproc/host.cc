@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/limits.h>
+#include <linux/membarrier.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -306,6 +308,11 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
   header_ = reinterpret_cast<RegionHeader*>(base_);  // zeroed by ftruncate
   header_->version = kRegionVersion;
   header_->slots = slots;
+  // Slots a thread may keep for its life need fay's membarrier (WaitForRunsInFlight); a
+  // quarter, and at least 2, stay for the threads past them, claimed run by run.
+  const long mb = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (mb > 0 && (mb & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+    header_->owned_slots = slots - std::max(2u, slots / 4);
   header_->total_bytes = bytes_;
   header_->map_count = static_cast<uint32_t>(maps.size());
   header_->program_count = static_cast<uint32_t>(programs.size());
@@ -370,9 +377,14 @@ void InprocHost::Heartbeat() {
   // A thread that died inside a probe (its process exited or was killed) still holds its slot:
   // freed here, or enough such deaths would leave no slot to run in.
   for (uint32_t s = 0; s < header_->slots; ++s) {
-    uint32_t tid = header_->slot_held[s].load(std::memory_order_relaxed);
-    if (tid != 0 && kill(static_cast<pid_t>(tid), 0) != 0 && errno == ESRCH)
-      header_->slot_held[s].compare_exchange_strong(tid, 0);
+    uint32_t held = header_->slot[s].held.load(std::memory_order_relaxed);
+    const auto tid = static_cast<pid_t>(held & ~kSlotOwned);
+    if (held == 0 || kill(tid, 0) == 0 || errno != ESRCH) continue;
+    if (header_->slot[s].held.compare_exchange_strong(held, 0) && (held & kSlotOwned)) {
+      // Its owner died mid-run: no run is in flight there any more.
+      const uint32_t runs = header_->slot[s].runs.load();
+      if (runs & 1) header_->slot[s].runs.store(runs + 1);
+    }
   }
 }
 
@@ -386,13 +398,25 @@ void InprocHost::Stop() {
 // flip, or before the stop, writes is then in the maps fay reads next. Unlike a BPF program,
 // its thread can be preempted mid-run.
 void InprocHost::WaitForRunsInFlight() const {
-  uint32_t held[kMaxSlots];
-  for (uint32_t s = 0; s < header_->slots; ++s) held[s] = header_->slot_held[s].load();
+  // A thread running in a slot it owns marks the run with plain stores, which may still sit in
+  // its CPU's store buffer: the membarrier makes them visible here, and makes what fay stored
+  // (the window, the stop) visible to every run that starts after it.
+  if (header_->owned_slots > 0 &&
+      syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0)
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // not expected: registered processes
+  uint32_t held[kMaxSlots], runs[kMaxSlots];
+  for (uint32_t s = 0; s < header_->slots; ++s) {
+    held[s] = header_->slot[s].held.load();
+    runs[s] = header_->slot[s].runs.load();
+  }
+  auto busy = [&](uint32_t s) {
+    if (held[s] & kSlotOwned) return (runs[s] & 1) && header_->slot[s].runs.load() == runs[s];
+    return held[s] != 0 && header_->slot[s].held.load() == held[s];
+  };
   for (int waited = 0; waited < 500; ++waited) {
-    bool busy = false;
-    for (uint32_t s = 0; s < header_->slots && !busy; ++s)
-      busy = held[s] != 0 && header_->slot_held[s].load() == held[s];
-    if (!busy) break;
+    bool any = false;
+    for (uint32_t s = 0; s < header_->slots && !any; ++s) any = busy(s);
+    if (!any) break;
     usleep(100);
   }
 }

@@ -14,9 +14,11 @@
 namespace fay::inproc {
 
 inline constexpr uint64_t kRegionMagic = 0x3150524e49594146ull;  // "FAYINPR1"
-inline constexpr uint32_t kRegionVersion = 3;
+inline constexpr uint32_t kRegionVersion = 4;
 // Copies of each per-CPU map: a probe run holds one for its whole run, as a CPU does.
 inline constexpr uint32_t kMaxSlots = 64;
+// In slot_held: the slot is its thread's for as long as the thread lives.
+inline constexpr uint32_t kSlotOwned = 0x80000000u;
 // "FD,PID": the region's descriptor in the process, and fay's pid, whose /proc/PID/fd/FD the
 // runtime opens when the program closed or lost the descriptor.
 inline constexpr char kRegionEnv[] = "FAY_INPROC";
@@ -42,7 +44,17 @@ struct RegionHeader {
   std::atomic<uint64_t> refused;      // functions a process could not patch
   std::atomic<uint64_t> dropped;      // runs skipped: every slot was held
   std::atomic<uint64_t> interpreted;  // programs a process runs interpreted, not translated
-  std::atomic<uint32_t> slot_held[kMaxSlots];  // the holder's thread id, 0 when free
+  // One cache line a slot: threads claiming or marking runs in neighbouring slots do not
+  // share a line.
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> held;  // the holder's thread id, 0 when free
+    // A slot a thread owns (its id | kSlotOwned in `held`) counts its runs here: odd while one
+    // is in progress. Only the owner writes it, with no atomic read-modify-write; fay sees a
+    // run in flight after a membarrier (InprocHost::WaitForRunsInFlight).
+    std::atomic<uint32_t> runs;
+  } slot[kMaxSlots];
+  uint32_t owned_slots;  // slots [0, owned_slots) may be owned; 0: none (no membarrier here)
+  uint32_t reserved3;
   std::atomic<uint32_t> error_claimed;
   char first_error[256];  // the first refusal's reason, NUL-terminated
 

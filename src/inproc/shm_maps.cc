@@ -40,6 +40,10 @@ uint64_t HashKey(const uint8_t* key, size_t n) {
   return h ^ (h >> 32);
 }
 
+size_t RoundUp64(size_t n) {
+  return (n + 63) & ~size_t{63};
+}
+
 }  // namespace
 
 Expected<size_t> ShmMap::BytesFor(const MapShape& s, uint32_t slots) {
@@ -66,7 +70,9 @@ Expected<size_t> ShmMap::BytesFor(const MapShape& s, uint32_t slots) {
       return Error(Code::kUnsupported,
                    fmt::format("map type {} has no in-process form", static_cast<int>(s.type)));
   }
-  return table * (per_slot ? slots : 1);
+  // Each slot's copy on cache lines of its own: two threads counting in neighbouring slots
+  // would otherwise pass one line back and forth on every call.
+  return per_slot ? RoundUp64(table) * slots : table;
 }
 
 Expected<ShmMap> ShmMap::Place(const MapShape& s, uint32_t slots, std::span<uint8_t> region) {
@@ -88,6 +94,7 @@ Expected<ShmMap> ShmMap::Place(const MapShape& s, uint32_t slots, std::span<uint
     m.entry_bytes_ = m.value_off_ + Align8(s.value_size);
     m.table_bytes_ = 8 + m.entry_bytes_ * m.buckets_;
   }
+  if (m.PerSlot()) m.table_bytes_ = RoundUp64(m.table_bytes_);
   return m;
 }
 

@@ -1,20 +1,30 @@
 #include "inproc/tsc_calibration.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <x86intrin.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/clock.h"
 
 namespace fay::inproc {
 
-bool TscCalibration::Usable() {
+namespace {
+
+std::string ClockSource() {
   std::ifstream cs("/sys/devices/system/clocksource/clocksource0/current_clocksource");
   std::string source;
-  if (!(cs >> source) || source != "tsc") return false;
+  cs >> source;
+  return source;
+}
+
+bool ConstantNonstop() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
     if (line.rfind("flags", 0) != 0) continue;
@@ -27,6 +37,51 @@ bool TscCalibration::Usable() {
     return constant && nonstop;
   }
   return false;
+}
+
+// A mapping checked on a CPU may be this far from CLOCK_MONOTONIC: the two reads of a pair are
+// tens of ns apart, so only counters that really differ between CPUs come near it.
+constexpr int64_t kSyncToleranceNs = 5000;
+
+}  // namespace
+
+TscCalibration::Source TscCalibration::Kind() {
+  const std::string source = ClockSource();
+  if (!ConstantNonstop()) return Source::kNone;
+  if (source == "tsc") return Source::kTsc;
+  // kvm-clock is the host's TSC scaled per vCPU, so a guest TSC that is constant and non-stop
+  // runs at one rate; whether every vCPU's counter agrees is measured (SyncedAcrossCpus), as
+  // a guest may have been told to distrust it (tsc=unstable) for reasons of its host.
+  if (source == "kvm-clock") return Source::kCheckedTsc;
+  return Source::kNone;
+}
+
+// On every CPU this process may run on, the published mapping against CLOCK_MONOTONIC read
+// there: a latency whose two ends ran on different CPUs is then as right as the kernel's own.
+bool TscCalibration::SyncedAcrossCpus(const TscClock& clock) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  bool synced = true;
+  for (int cpu = 0; cpu < CPU_SETSIZE && synced; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    std::thread check([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return;  // offline
+      const Pair p = Read();
+      const uint64_t mapped =
+          clock.base_ns.load() +
+          static_cast<uint64_t>(
+              (static_cast<unsigned __int128>(p.tsc - clock.base_tsc.load()) * clock.mult.load()) >>
+              32);
+      if (p.tsc < clock.base_tsc.load() ||
+          std::llabs(static_cast<int64_t>(mapped - p.ns)) > kSyncToleranceNs)
+        synced = false;
+    });
+    check.join();
+  }
+  return synced;
 }
 
 // The clock read between two TSC reads; of five tries, the one with the two reads closest
@@ -47,12 +102,17 @@ TscCalibration::Pair TscCalibration::Read() {
 }
 
 void TscCalibration::Start(TscClock* clock, uint32_t span_us) {
-  usable_ = Usable();
+  const Source source = Kind();
+  usable_ = source != Source::kNone;
   if (!usable_) return;
   first_ = Read();
   timespec wait{0, static_cast<long>(span_us) * 1000};
   nanosleep(&wait, nullptr);
   Publish(clock, Read());
+  if (source == Source::kCheckedTsc && !SyncedAcrossCpus(*clock)) {
+    usable_ = false;
+    clock->usable.store(0, std::memory_order_relaxed);
+  }
 }
 
 void TscCalibration::Refresh(TscClock* clock) const {

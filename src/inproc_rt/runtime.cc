@@ -9,8 +9,10 @@
 // undone, and the process runs as it would have.
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,7 +80,7 @@ struct PtRegs {
 
 static_assert(sizeof(PtRegs) == 8 * kPtRegsFields);
 
-bool Live(const RegionHeader* h) {
+[[gnu::always_inline]] inline bool Live(const RegionHeader* h) {
   if (h->stop.load(std::memory_order_relaxed)) return false;
   // The clock is read every 64th run of a thread: a busy function stops within a second of
   // fay's death plus 63 runs, and pays a clock read (20 ns here) a 64th of the time.
@@ -96,7 +98,7 @@ bool Live(const RegionHeader* h) {
 
 // fay's heartbeat is stale: the run is skipped, and counted where fay will see it if it is
 // only slow.
-bool LiveOrCount(RegionHeader* h) {
+[[gnu::always_inline]] inline bool LiveOrCount(RegionHeader* h) {
   if (Live(h)) return true;
   if (!h->stop.load(std::memory_order_relaxed)) h->dropped.fetch_add(1, std::memory_order_relaxed);
   return false;
@@ -106,9 +108,8 @@ bool LiveOrCount(RegionHeader* h) {
 // per-CPU maps' copy it writes is its alone. A thread starts from its own slot, so threads
 // rarely meet.
 constexpr uint32_t kNoSlot = ~0u;
-uint32_t TakeSlot(RegionHeader* h) {
+uint32_t TakeSlot(RegionHeader* h, uint32_t tid) {
   const uint32_t n = h->slots;
-  const uint32_t tid = CurrentTid();
   // The thread's own slot, computed once (a division costs more than the rest of the claim);
   // recomputed when the tid changes, in a forked child.
   thread_local uint32_t t_first_tid = 0, t_first = 0;
@@ -120,26 +121,87 @@ uint32_t TakeSlot(RegionHeader* h) {
     for (uint32_t i = 0, s = t_first; i < n; ++i, s = s + 1 == n ? 0 : s + 1) {
       uint32_t free = 0;
       // The holder's id: fay frees the slot of a thread that died holding it.
-      if (h->slot_held[s].load(std::memory_order_relaxed) == 0 &&
-          h->slot_held[s].compare_exchange_strong(free, tid, std::memory_order_acquire))
+      if (h->slot[s].held.load(std::memory_order_relaxed) == 0 &&
+          h->slot[s].held.compare_exchange_strong(free, tid, std::memory_order_acquire))
         return s;
     }
   return kNoSlot;
 }
 
-void RunAll(const std::vector<Run>& runs, uint64_t ctx) {
-  RegionHeader* h = g_runtime->header;
-  uint32_t slot = TakeSlot(h);
-  if (slot == kNoSlot) {
-    h->dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+// The locked compare-exchange of a claim was about 40% of a probed call. So a thread keeps
+// one of the first owned_slots slots for its life and marks a run in it with plain stores;
+// fay, before it reads the maps, makes every thread's stores visible with a membarrier that
+// this process registered for (WaitForRunsInFlight). Threads past those slots, or in a
+// process that could not register, claim a slot per run as before.
+struct OwnedSlot {
+  uint32_t tid = 0;  // the thread the claim was for: a forked child's differs
+  uint32_t slot = kNoSlot;
+  uint32_t retry = 0;  // runs until a thread that found none free looks again
+};
+constinit thread_local OwnedSlot t_owned;
+
+// Registered once per process (a forked child registers its own).
+bool MembarrierRegistered() {
+  static std::atomic<uint32_t> registered_pid{0};
+  const auto pid = static_cast<uint32_t>(thread_state::t_ids.pid_tgid >> 32);
+  if (registered_pid.load(std::memory_order_relaxed) == pid) return true;
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0) return false;
+  registered_pid.store(pid, std::memory_order_relaxed);
+  return true;
+}
+
+void OwnSlot(RegionHeader* h, uint32_t tid) {
+  t_owned = {tid, kNoSlot, 1024};
+  const uint32_t n = h->owned_slots;
+  if (n == 0 || !MembarrierRegistered()) return;
+  for (uint32_t i = 0, s = tid % n; i < n; ++i, s = s + 1 == n ? 0 : s + 1) {
+    uint32_t free = 0;
+    if (h->slot[s].held.load(std::memory_order_relaxed) == 0 &&
+        h->slot[s].held.compare_exchange_strong(free, tid | kSlotOwned,
+                                                std::memory_order_acquire)) {
+      t_owned.slot = s;
+      return;
+    }
   }
+}
+
+[[gnu::always_inline]] inline void RunPrograms(const std::vector<Run>& runs, uint64_t ctx,
+                                               uint32_t slot) {
   SetCurrentSlot(slot);
   for (const Run& r : runs) {
     SetCurrentCookie(r.cookie);
     r.program->Run(ctx);
   }
-  h->slot_held[slot].store(0, std::memory_order_release);
+}
+
+[[gnu::always_inline]] inline void RunAll(const std::vector<Run>& runs, uint64_t ctx) {
+  RegionHeader* h = g_runtime->header;
+  const uint32_t tid = CurrentTid();
+  // A slot fay gave back (it saw its owner's id gone: a thread of another pid namespace) is
+  // claimed again rather than shared.
+  if (t_owned.tid != tid ||
+      (t_owned.slot == kNoSlot ? --t_owned.retry == 0
+                               : h->slot[t_owned.slot].held.load(std::memory_order_relaxed) !=
+                                     (tid | kSlotOwned))) [[unlikely]]
+    OwnSlot(h, tid);
+  if (const uint32_t slot = t_owned.slot; slot != kNoSlot) [[likely]] {
+    std::atomic<uint32_t>& count = h->slot[slot].runs;
+    const uint32_t at = count.load(std::memory_order_relaxed);
+    count.store(at + 1, std::memory_order_relaxed);
+    // The stop is read again inside the marked run: fay stores it, then looks for runs in
+    // flight, so one of the two sees the other.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (!h->stop.load(std::memory_order_relaxed)) RunPrograms(runs, ctx, slot);
+    count.store(at + 2, std::memory_order_release);
+    return;
+  }
+  const uint32_t slot = TakeSlot(h, tid);
+  if (slot == kNoSlot) {
+    h->dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  RunPrograms(runs, ctx, slot);
+  h->slot[slot].held.store(0, std::memory_order_release);
 }
 
 void OnEntry(void* context, const EntryRegs* regs) {
