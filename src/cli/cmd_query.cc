@@ -62,17 +62,17 @@ struct QueryOptions {
   bool sink_create = false;
 };
 
-// The ClickHouse sink of --sink, started (schema created, server checked) before any probe.
-Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& opt,
-                                                           const Plan& plan) {
+// The ClickHouse sinks of --sink, one per table of the query (ClickHouseTableUrl), started
+// (schema created, server checked) before any probe.
+using ClickHouseSinks = std::vector<std::unique_ptr<sinks::ClickHouseSink>>;
+Expected<ClickHouseSinks> StartSinks(const QueryOptions& opt, const Plan& plan) {
+  ClickHouseSinks out;
   if (opt.sink.empty()) {
     if (opt.sink_create)
       return Error(Code::kInvalidArgument,
                    "--sink-create needs --sink clickhouse://HOST:PORT/DB.TABLE");
-    return std::unique_ptr<sinks::ClickHouseSink>();
+    return out;
   }
-  if (!plan.tables.empty())
-    return Error(Code::kInvalidArgument, "--sink takes one table: one query per table");
   // The sink's table holds windows that add up; snapshots are running totals that overlap.
   if (plan.snapshot_state >= 0)
     return Error(Code::kInvalidArgument,
@@ -80,7 +80,31 @@ Expected<std::unique_ptr<sinks::ClickHouseSink>> StartSink(const QueryOptions& o
                  "every with --sink, or snapshot without it");
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  return sinks::ClickHouseSink::Start(opt.sink, plan, host, opt.sink_create);
+  const std::vector<const Plan*> tables = AllTables(plan);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    FAY_ASSIGN_OR_RETURN(
+        auto ch, sinks::ClickHouseSink::Start(sinks::ClickHouseTableUrl(opt.sink, t), *tables[t],
+                                              host, opt.sink_create));
+    out.push_back(std::move(ch));
+  }
+  return out;
+}
+
+std::vector<sinks::ClickHouseSink*> Pointers(const ClickHouseSinks& chs) {
+  std::vector<sinks::ClickHouseSink*> out;
+  for (const auto& ch : chs) out.push_back(ch.get());
+  return out;
+}
+
+// Each sink's summary line; with several tables, each says which table it wrote.
+void FinishSinks(const ClickHouseSinks& chs) {
+  for (const auto& ch : chs) {
+    const std::string line = ch->Finish(5);
+    if (chs.size() == 1)
+      fmt::print(stderr, "fay: {}\n", line);
+    else
+      fmt::print(stderr, "fay: {} {}\n", ch->name(), line);
+  }
 }
 
 uint64_t NowNs(clockid_t clock) {
@@ -217,17 +241,17 @@ int RunTraceQuery(const QueryOptions& opt) {
                "arguments carry the table's names\n",
                catalog.fallback_reason());
   if (!plan.ok()) return Fail(plan.status());
-  auto ch = StartSink(opt, *plan);
+  auto ch = StartSinks(opt, *plan);
   if (!ch.ok()) return Fail(ch.status());
 
   std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
-      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
+      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), Pointers(*ch));
   TraceQueryStats stats;
   Status st = fay::RunTracesQuery(*plan, *paths, topt, *sink, &stats);
   sink->Flush();
   fflush(stdout);
   PrintSummary(stderr, stats.run, stats.seconds);
-  if (*ch) fmt::print(stderr, "fay: {}\n", (*ch)->Finish(5));
+  FinishSinks(*ch);
   if (opt.verbose) {
     fmt::print(stderr,
                "fay: read {} events in {:.3f} s with {} thread{}: {:.2f} M events/s; "
@@ -310,7 +334,19 @@ int RunQuery(const QueryOptions& opt) {
                "arguments carry the table's names\n",
                catalog.fallback_reason());
   if (!plan.ok()) return Fail(plan.status());
-  auto ch = StartSink(opt, *plan);
+  // Signals arrive through a signalfd so the loop below can wait on everything at once. Blocked
+  // before any thread starts (the sinks', the start program's closer), which inherit the mask:
+  // a thread that did not block them took SIGCHLD (the command's end unseen, fay waiting on)
+  // or died of SIGINT with fay.
+  sigset_t mask;
+  sigemptyset(&mask);
+  // SIGHUP (a closed terminal or session) and SIGUSR1 end the query as SIGINT does: with the
+  // results gathered so far, never silently.
+  for (int sig : kStopSignals) sigaddset(&mask, sig);
+  sigaddset(&mask, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  auto ch = StartSinks(opt, *plan);
   if (!ch.ok()) return Fail(ch.status());
 
   bool scoped = !opt.command.empty() || opt.pid;
@@ -340,16 +376,6 @@ int RunQuery(const QueryOptions& opt) {
   if (!host.ok()) return Fail(host.status());
   for (const std::string& n : inproc_notes) fmt::print(stderr, "fay: {}\n", n);
   uint64_t t_loaded = NowNs(CLOCK_MONOTONIC);
-
-  // Signals arrive through a signalfd so the loop below can wait on everything at once.
-  sigset_t mask;
-  sigemptyset(&mask);
-  // SIGHUP (a closed terminal or session) and SIGUSR1 end the query as SIGINT does: with the
-  // results gathered so far, never silently.
-  for (int sig : kStopSignals) sigaddset(&mask, sig);
-  sigaddset(&mask, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
   // After the stop signals are blocked: fay killed in the middle would leave a thread of the
   // process running fay's call.
@@ -430,7 +456,7 @@ int RunQuery(const QueryOptions& opt) {
   }
 
   std::unique_ptr<OutputSink> sink = sinks::WithClickHouse(
-      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), ch->get());
+      opt.format == "json" ? MakeJsonSink(stdout) : MakeTextSink(stdout), Pointers(*ch));
   const Plan& p = *plan;
   // The probe's time on the wall clock: CLOCK_REALTIME's offset from CLOCK_MONOTONIC as the
   // row is read (the wall clock may be stepped while the query runs).
@@ -557,7 +583,7 @@ int RunQuery(const QueryOptions& opt) {
   fflush(stdout);
   RunStats stats = (*live)->Stats();
   PrintSummary(stderr, stats, (NowNs(CLOCK_MONOTONIC) - start) / 1e9);
-  if (*ch) fmt::print(stderr, "fay: {}\n", (*ch)->Finish(5));
+  FinishSinks(*ch);
   if (*host)
     for (const std::string& line : (*host)->Report(opt.verbose))
       fmt::print(stderr, "fay: {}\n", line);

@@ -79,20 +79,25 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   if (plan->mode != PlanMode::kAggregate)
     return Fail(Error(Code::kInvalidArgument,
                       "only aggregating queries run across hosts (select is local only)"));
-  if (!plan->tables.empty())
-    return Fail(Error(Code::kInvalidArgument,
-                      "several tables do not run across hosts yet: one query per table"));
   if (plan->snapshot_state >= 0)
     return Fail(Error(Code::kInvalidArgument,
                       "snapshot does not run across hosts yet: each host's trigger fires on its "
                       "own; use every, or query one host"));
   Plan& p = *plan;
-  if (hq->host_key >= 0) {
+  // The shape the states cross in, taken before host goes back among the output keys.
+  std::vector<int> table_host_keys;
+  for (const HostKey& k : hq->tables) table_host_keys.push_back(k.index);
+  const QueryShape shape = ShapeOf(p, hq->host_key, table_host_keys);
+  auto put_host = [](Plan* t, const HostKey& k) {
+    if (k.index < 0) return;
     Slot host;
-    host.name = hq->key_name;
+    host.name = k.name;
     host.type = Type::Str(64);
-    p.keys.insert(p.keys.begin() + hq->host_key, host);
-  }
+    t->keys.insert(t->keys.begin() + k.index, host);
+  };
+  put_host(&p, {hq->host_key, hq->key_name});
+  for (size_t t = 0; t < p.tables.size() && t < hq->tables.size(); ++t)
+    put_host(p.tables[t].get(), hq->tables[t]);
   // when and cluster act on the merged rows, here, with host among their columns.
   auto full = ParseQuery(o.query);
   if (!full.ok()) return Fail(full.status());
@@ -114,7 +119,7 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   r.set_max_merge_bytes(o.max_merge_bytes);
   no.tls = o.tls;
   no.max_keys = o.max_merged_keys;
-  no.shape = ShapeOf(p);
+  no.shape = shape;
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
@@ -127,12 +132,6 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
   RunStats total;
   uint64_t late = 0;
   auto emit = [&](const pb::WindowState& ws) {
-    ResultSet rs;
-    rs.window_end_ns = std::min(WindowEnd(r, ws.index()), RealtimeNs());
-    if (fay::Status st = GroupsToRows(ws, &rs.rows); !st.ok()) {
-      fmt::print(stderr, "fay: window {}: {}\n", ws.index(), st.message());
-      partial = true;
-    }
     Coverage c;
     c.expected = static_cast<uint32_t>(o.hosts.size());
     for (const pb::HostState& h : ws.hosts()) {
@@ -144,8 +143,18 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
     c.truncated = ws.truncated();
     partial |= c.answered < c.expected || c.truncated;
     any_answer |= c.answered > 0;
-    rs.coverage = c;
-    sink->Window(p, rs);
+    // Every table's window, the query's own first. JSON rows each carry the window's coverage;
+    // the text says it once, after the last table.
+    for (size_t t = 0; t <= p.tables.size(); ++t) {
+      ResultSet rs;
+      rs.window_end_ns = std::min(WindowEnd(r, ws.index()), RealtimeNs());
+      if (fay::Status st = GroupsToRows(ws, &rs.rows, static_cast<uint32_t>(t)); !st.ok()) {
+        fmt::print(stderr, "fay: window {}: {}\n", ws.index(), st.message());
+        partial = true;
+      }
+      if (o.format == "json" || t == p.tables.size()) rs.coverage = c;
+      sink->Window(t == 0 ? p : *p.tables[t - 1], rs);
+    }
     sink->Flush();
     total.events_seen += ws.stats().events_seen();
     total.events_matched += ws.stats().events_matched();

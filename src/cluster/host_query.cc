@@ -85,6 +85,43 @@ Status Refuse(const std::string& src, const Expr& at, const std::string& why) {
                     "own (| where host == \"db*\")");
 }
 
+// `host` among an aggregate's keys: where it is, and the text to cut (with its `by`, comma or
+// alias) so the local engine never sees it.
+Status CutHostKey(const std::string& text, const AggregateStage& a, HostKey* out,
+                  std::vector<std::pair<size_t, size_t>>* cuts) {
+  for (const AggItem& item : a.aggs)
+    if (item.arg && UsesHost(*item.arg))
+      return Refuse(text, *FirstHost(*item.arg), "an aggregate cannot read host");
+  for (size_t i = 0; i < a.keys.size(); ++i) {
+    const Expr& k = *a.keys[i].expr;
+    if (!UsesHost(k)) continue;
+    if (k.kind != ExprKind::kField)
+      return Refuse(text, *FirstHost(k), "host can only be a key by itself");
+    out->index = static_cast<int>(i);
+    out->name = a.keys[i].name;
+    auto [b, e] = Offsets(text, k.range);
+    // `as NAME` after it goes too.
+    size_t after = text.find_first_not_of(" \t\n", e);
+    if (out->name != "host" && after != std::string::npos && text.compare(after, 2, "as") == 0) {
+      size_t alias = text.find(out->name, after + 2);
+      if (alias != std::string::npos) e = alias + out->name.size();
+    }
+    if (a.keys.size() == 1) {
+      size_t by = text.rfind("by", b);
+      if (by == std::string::npos) return Refuse(text, k, "cannot cut `by host`");
+      cuts->push_back({by, e});
+    } else if (i + 1 < a.keys.size()) {
+      size_t comma = text.find(',', e);
+      size_t next = text.find_first_not_of(" \t\n", comma + 1);
+      cuts->push_back({b, next});
+    } else {
+      size_t comma = text.rfind(',', b);
+      cuts->push_back({comma, e});
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<HostQuery> SplitHostQuery(const std::string& text) {
@@ -105,35 +142,19 @@ Expected<HostQuery> SplitHostQuery(const std::string& text) {
       out.host_filters.push_back(text.substr(cb, ce - cb));
       cuts.push_back({bar, e});
     } else if (const auto* a = std::get_if<AggregateStage>(&node.stage)) {
-      for (const AggItem& item : a->aggs)
-        if (item.arg && UsesHost(*item.arg))
-          return Refuse(text, *FirstHost(*item.arg), "an aggregate cannot read host");
-      for (size_t i = 0; i < a->keys.size(); ++i) {
-        const Expr& k = *a->keys[i].expr;
-        if (!UsesHost(k)) continue;
-        if (k.kind != ExprKind::kField)
-          return Refuse(text, *FirstHost(k), "host can only be a key by itself");
-        out.host_key = static_cast<int>(i);
-        out.key_name = a->keys[i].name;
-        auto [b, e] = Offsets(text, k.range);
-        // `as NAME` after it goes too.
-        size_t after = text.find_first_not_of(" \t\n", e);
-        if (out.key_name != "host" && after != std::string::npos &&
-            text.compare(after, 2, "as") == 0) {
-          size_t alias = text.find(out.key_name, after + 2);
-          if (alias != std::string::npos) e = alias + out.key_name.size();
-        }
-        if (a->keys.size() == 1) {
-          size_t by = text.rfind("by", b);
-          if (by == std::string::npos) return Refuse(text, k, "cannot cut `by host`");
-          cuts.push_back({by, e});
-        } else if (i + 1 < a->keys.size()) {
-          size_t comma = text.find(',', e);
-          size_t next = text.find_first_not_of(" \t\n", comma + 1);
-          cuts.push_back({b, next});
+      HostKey k;
+      FAY_RETURN_IF_ERROR(CutHostKey(text, *a, &k, &cuts));
+      out.host_key = k.index;
+      out.key_name = k.name;
+    } else if (const auto* t = std::get_if<TablesStage>(&node.stage)) {
+      for (size_t i = 0; i < t->tables.size(); ++i) {
+        HostKey k;
+        FAY_RETURN_IF_ERROR(CutHostKey(text, t->tables[i].agg, &k, &cuts));
+        if (i == 0) {
+          out.host_key = k.index;
+          out.key_name = k.name;
         } else {
-          size_t comma = text.rfind(',', b);
-          cuts.push_back({comma, e});
+          out.tables.push_back(k);
         }
       }
     } else if (std::holds_alternative<WhenStage>(node.stage) ||

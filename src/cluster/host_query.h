@@ -13,10 +13,17 @@
 
 namespace fay::cluster {
 
+struct HostKey {
+  int index = -1;    // the position of `host` among a table's `by` keys, or -1
+  std::string name;  // its output name ("host", or the alias)
+};
+
 struct HostQuery {
   std::string local;     // the query without its host stages and keys, for the local engine
   int host_key = -1;     // the position of `host` among the `by` keys, or -1
   std::string key_name;  // its output name ("host", or the alias)
+  // With several tables, the host key of each one after the query's own (Plan::tables).
+  std::vector<HostKey> tables;
   // The `where` stages on host, as written, each a condition every answering host must meet.
   std::vector<std::string> host_filters;
 };

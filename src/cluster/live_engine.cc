@@ -32,6 +32,7 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   e->address_ = address;
   FAY_ASSIGN_OR_RETURN(HostQuery hq, SplitHostQuery(text));
   e->host_key_ = hq.host_key;
+  for (const HostKey& k : hq.tables) e->table_host_keys_.push_back(k.index);
   FAY_ASSIGN_OR_RETURN(e->selected_, HostSelected(text, name));
   FAY_RETURN_IF_ERROR(EnsureTracefs());
   e->text_ = hq.local;
@@ -47,9 +48,6 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   const Plan& p = e->plan_;
   if (p.mode != PlanMode::kAggregate)
     return Error(Code::kInvalidArgument, "only aggregating queries run across hosts");
-  if (!p.tables.empty())
-    return Error(Code::kInvalidArgument,
-                 "several tables do not run across hosts yet: one query per table");
   // The state pipelines' probes and maps count with the query's.
   size_t probes = p.probes.size();
   uint64_t state_bytes = 0;
@@ -61,10 +59,13 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
     return Error(Code::kInvalidArgument,
                  fmt::format("the query attaches {} probes; this agent allows {} (--max-probes)",
                              probes, lim.max_probes));
-  // The aggregation map at its fullest, each CPU's values apart (a per-CPU hash).
-  uint64_t map_bytes = state_bytes + uint64_t{p.max_keys} * (static_cast<uint64_t>(p.key_size) +
-                                                             static_cast<uint64_t>(p.value_size) *
-                                                                 static_cast<uint64_t>(NumCpus()));
+  // The aggregation maps at their fullest, each CPU's values apart (a per-CPU hash), every
+  // table's.
+  uint64_t map_bytes = state_bytes;
+  for (const Plan* t : AllTables(p))
+    map_bytes += uint64_t{p.max_keys} *
+                 (static_cast<uint64_t>(t->key_size) +
+                  static_cast<uint64_t>(t->value_size) * static_cast<uint64_t>(NumCpus()));
   if (map_bytes > lim.max_map_bytes)
     return Error(Code::kInvalidArgument,
                  fmt::format("the query's map takes up to {} MiB ({} keys of {} + {} bytes on "
@@ -73,7 +74,7 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
                              p.value_size, NumCpus(), lim.max_map_bytes >> 20));
   // The shape of the states this node merges: its plan's, with the host key where the
   // query has it. Compiled even when the host filter leaves this host out, for its subtree.
-  e->shape_ = ShapeOf(p, e->host_key_);
+  e->shape_ = ShapeOf(p, e->host_key_, e->table_host_keys_);
   if (!e->selected_) return e;  // its host filter leaves this host out: nothing to attach
   bpf::CodegenOptions copt;
   copt.self_tgid = static_cast<uint32_t>(getpid());
@@ -90,15 +91,20 @@ pb::WindowState LiveEngine::TakeWindow(uint64_t index, bool last) {
   h->set_host(name_);
   h->set_address(address_);
   if (!selected_) return out;
-  auto rs = live_->ReadWindow(RealtimeNs());
-  if (!rs.ok()) {
-    h->set_error("read: " + rs.status().message());
+  auto tables = live_->ReadWindows(RealtimeNs());
+  if (!tables.ok()) {
+    h->set_error("read: " + tables.status().message());
     return out;
   }
-  if (host_key_ >= 0)
-    for (Row& row : rs->rows)
-      row.keys.insert(row.keys.begin() + host_key_, Value{std::string(name_)});
-  RowsToGroups(rs->rows, &out);
+  for (size_t t = 0; t < tables->size(); ++t) {
+    const int key = t == 0                            ? host_key_
+                    : t - 1 < table_host_keys_.size() ? table_host_keys_[t - 1]
+                                                      : -1;
+    std::vector<Row>& rows = (*tables)[t].rows;
+    if (key >= 0)
+      for (Row& row : rows) row.keys.insert(row.keys.begin() + key, Value{std::string(name_)});
+    RowsToGroups(rows, &out, static_cast<uint32_t>(t));
+  }
   RunStats s = live_->Stats();
   pb::Stats* st = out.mutable_stats();
   st->set_events_seen(s.events_seen - sent_.events_seen);

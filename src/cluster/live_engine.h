@@ -30,7 +30,7 @@ class LiveEngine : public LocalEngine {
   // One window as rows (the host key filled in where the query has one), for a standing query.
   Expected<ResultSet> TakeRows();
 
-  const GroupShape& shape() const { return shape_; }
+  const QueryShape& shape() const { return shape_; }
   const Plan& plan() const { return plan_; }
   // Where `host` is among the output keys, or -1 (TakeRows' rows hold it there).
   int host_key() const { return host_key_; }
@@ -39,10 +39,11 @@ class LiveEngine : public LocalEngine {
   LiveEngine() = default;
   std::string name_, address_, text_;
   int host_key_ = -1;
+  std::vector<int> table_host_keys_;  // each of Plan::tables
   bool selected_ = true;
   SystemCatalog catalog_;
   Plan plan_;
-  GroupShape shape_;
+  QueryShape shape_;
   std::unique_ptr<bpf::LiveQuery> live_;
   RunStats sent_;
 };

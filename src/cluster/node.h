@@ -31,7 +31,7 @@ struct NodeOptions {
   TlsFiles tls;
   std::string self_address;  // empty at the root, which runs no engine
   size_t max_keys = 1'000'000;
-  std::optional<GroupShape> shape;  // what the children's states must look like
+  std::optional<QueryShape> shape;  // what the children's states must look like
 };
 
 // The end of window `index` (CLOCK_REALTIME ns), or UINT64_MAX for an open-ended one.

@@ -85,6 +85,10 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
       return where(Error(Code::kInvalidArgument,
                          "a standing query sends windows: snapshot does not run in one; use "
                          "every"));
+    if (!plan->tables.empty())
+      return where(Error(Code::kInvalidArgument,
+                         "a standing query exports one table, as one metric family: write one "
+                         "standing query per table"));
     if (plan->every_ns == 0) q.text += kDefaultEvery;
     // As many keys as the agent's map memory holds (--max-map-memory), up to its --max-keys:
     // a quantile by comm takes 8 KB a key on each CPU.

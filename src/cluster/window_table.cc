@@ -4,9 +4,10 @@
 
 namespace fay::cluster {
 
-void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out) {
+void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out, uint32_t table) {
   for (const Row& row : rows) {
     pb::Group* g = out->add_groups();
+    g->set_table(table);
     for (const Value& v : row.keys) {
       pb::Value* pv = g->add_keys();
       if (const auto* i = std::get_if<int64_t>(&v)) {
@@ -24,8 +25,9 @@ void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out) {
   }
 }
 
-Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows) {
+Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows, uint32_t table) {
   for (const pb::Group& g : in.groups()) {
+    if (g.table() != table) continue;
     Row row;
     for (const pb::Value& v : g.keys()) {
       if (v.v_case() == pb::Value::kS) {
@@ -73,13 +75,24 @@ const char* KindName(int k) {
 
 }  // namespace
 
-GroupShape ShapeOf(const Plan& p, int host_key) {
+namespace {
+
+GroupShape TableShape(const Plan& p, int host_key) {
   GroupShape g;
   for (const Slot& k : p.keys) g.keys.push_back(KindOf(k.type.kind));
   if (host_key >= 0 && static_cast<size_t>(host_key) <= g.keys.size())
     g.keys.insert(g.keys.begin() + host_key, pb::Value::kS);
   for (const AggSlot& a : p.aggs) g.aggs.push_back(SpecOf(*a.item));
   return g;
+}
+
+}  // namespace
+
+QueryShape ShapeOf(const Plan& p, int host_key, const std::vector<int>& table_host_keys) {
+  QueryShape shape{TableShape(p, host_key)};
+  for (size_t t = 0; t < p.tables.size(); ++t)
+    shape.push_back(TableShape(*p.tables[t], t < table_host_keys.size() ? table_host_keys[t] : -1));
+  return shape;
 }
 
 namespace {
@@ -90,6 +103,7 @@ namespace {
 void EncodeKeys(const pb::Group& g, std::string& out) {
   out.clear();
   auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  out.push_back(static_cast<char>(g.table()));  // below kMaxTables: CheckState came first
   for (const pb::Value& v : g.keys()) {
     char tag = static_cast<char>(v.v_case());
     out.push_back(tag);
@@ -112,10 +126,15 @@ void EncodeKeys(const pb::Group& g, std::string& out) {
 
 }  // namespace
 
-std::string CheckState(const pb::WindowState& s, const GroupShape* shape) {
+std::string CheckState(const pb::WindowState& s, const QueryShape* shapes) {
   const std::string prefix = "a state that does not fit the query: ";
   for (int gi = 0; gi < s.groups_size(); ++gi) {
     const pb::Group& g = s.groups(gi);
+    const size_t tables = shapes ? shapes->size() : kMaxTables;
+    if (g.table() >= tables)
+      return prefix +
+             fmt::format("group {} is of table {}, the query has {}", gi, g.table(), tables);
+    const GroupShape* shape = shapes ? &(*shapes)[g.table()] : nullptr;
     if (shape && (static_cast<size_t>(g.keys_size()) != shape->keys.size() ||
                   static_cast<size_t>(g.aggs_size()) != shape->aggs.size()))
       return prefix + fmt::format("group {} has {} keys and {} aggregates, the query {} and {}", gi,
@@ -183,6 +202,7 @@ bool WindowTable::Add(const pb::WindowState& s, std::string* why) {
         continue;
       }
       *m.keys.mutable_keys() = g.keys();
+      m.keys.set_table(g.table());
       w.groups.emplace(key, std::move(m));
       w.bytes += need;
       bytes_ += need;
@@ -235,6 +255,7 @@ pb::WindowState WindowTable::Close(uint64_t index) {
   for (auto& [key, m] : w.groups) {
     pb::Group* g = out.add_groups();
     g->mutable_keys()->Swap(m.keys.mutable_keys());
+    g->set_table(m.keys.table());
     for (const AggState& a : m.aggs) g->add_aggs(a.Serialize());
   }
   for (auto& [addr, h] : w.hosts) *out.add_hosts() = h;

@@ -22,14 +22,15 @@ namespace fay::cluster {
 
 namespace pb = ::fay::cluster::v1;
 
-// 2: aggregate states in their compact form (varint counters).
-inline constexpr uint32_t kProtocolVersion = 2;
+// 2: aggregate states in their compact form (varint counters). 3: groups say their table.
+inline constexpr uint32_t kProtocolVersion = 3;
 // A node's merged windows, all open ones together, unless the query says otherwise.
 inline constexpr size_t kDefaultMergeBytes = 512ull << 20;
 
-// Rows to groups and back. A stack crosses with the names its host's symbolizer gave it.
-void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out);
-Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows);
+// Rows to groups and back, of one table (Plan::table; 0 without several). A stack crosses
+// with the names its host's symbolizer gave it.
+void RowsToGroups(const std::vector<Row>& rows, pb::WindowState* out, uint32_t table = 0);
+Status GroupsToRows(const pb::WindowState& in, std::vector<Row>* rows, uint32_t table = 0);
 
 // What every group of a query's states must look like: its keys' kinds and its aggregates'
 // specs, from the plan. A state of another shape (another plan, a hostile peer) is refused
@@ -38,11 +39,14 @@ struct GroupShape {
   std::vector<int> keys;  // each key's pb::Value case: kI, kS or kStack
   std::vector<AggSpec> aggs;
 };
-// host_key >= 0: a string key the agent inserts there (`by host`), which the plan lacks.
-GroupShape ShapeOf(const Plan& p, int host_key = -1);
-// Why s does not decode or fit `shape` (when given), or "" when it is sound: every key's kind,
-// every aggregate's header and body checked in place, nothing copied.
-std::string CheckState(const pb::WindowState& s, const GroupShape* shape);
+// A query's groups, one shape per table (the query's own first, then Plan::tables).
+using QueryShape = std::vector<GroupShape>;
+// host_key >= 0: a string key the agent inserts there (`by host`), which the plan lacks;
+// table_host_keys, the same for each of Plan::tables (missing: none).
+QueryShape ShapeOf(const Plan& p, int host_key = -1, const std::vector<int>& table_host_keys = {});
+// Why s does not decode or fit `shape` (when given), or "" when it is sound: every group's
+// table, every key's kind, every aggregate's header and body checked in place, nothing copied.
+std::string CheckState(const pb::WindowState& s, const QueryShape* shape);
 
 class WindowTable {
  public:
@@ -50,7 +54,7 @@ class WindowTable {
   // window says it was truncated. Without a shape, states are checked only for decoding.
   // max_bytes bounds the memory of all its open windows together, keys and states counted:
   // past it, too, a window keeps its keys and says it was truncated.
-  explicit WindowTable(size_t max_keys, std::optional<GroupShape> shape = std::nullopt,
+  explicit WindowTable(size_t max_keys, std::optional<QueryShape> shape = std::nullopt,
                        size_t max_bytes = kDefaultMergeBytes)
       : max_keys_(max_keys), max_bytes_(max_bytes), shape_(std::move(shape)) {}
 
@@ -74,7 +78,7 @@ class WindowTable {
 
  private:
   struct Merged {
-    pb::Group keys;  // its keys as they came (aggs unused)
+    pb::Group keys;  // its keys and table as they came (aggs unused)
     std::vector<AggState> aggs;
   };
   struct Open {
@@ -91,7 +95,7 @@ class WindowTable {
   size_t max_keys_;
   size_t max_bytes_;
   size_t bytes_ = 0;  // what the open windows' groups take, about
-  std::optional<GroupShape> shape_;
+  std::optional<QueryShape> shape_;
   std::map<uint64_t, Open> open_;
   std::set<uint64_t> closed_;  // a window is never reopened
   uint64_t closed_below_ = 0;  // every window under it is closed

@@ -57,6 +57,8 @@ Expected<std::vector<ProbeInfo>> IntervalProvider::Resolve(std::string_view patt
   p.kind = ProbeKind::kInterval;
   p.period_ns = ns;
   p.fields = CommonFields();
+  // A timer on one CPU (CPU 0), as bpftrace's: the stacks are of whatever it interrupted there.
+  for (Field& f : StackFields()) p.fields.push_back(std::move(f));
   return std::vector<ProbeInfo>{std::move(p)};
 }
 

@@ -117,6 +117,13 @@ struct Plan {
   int cluster_key = -1;
 };
 
+// The plan's own table, then each of Plan::tables.
+inline std::vector<const Plan*> AllTables(const Plan& plan) {
+  std::vector<const Plan*> all{&plan};
+  for (const auto& t : plan.tables) all.push_back(t.get());
+  return all;
+}
+
 // Calls fn on every node of every expression the plan's probe part evaluates: the predicate,
 // a state pipeline's value, the keys (or selected columns) and the aggregates' arguments, of
 // every table. Not the state pipelines' (Plan::states): theirs index other probes.
@@ -129,11 +136,7 @@ void VisitPlanExprs(const Plan& plan, Fn&& fn) {
   };
   walk(plan.predicate, walk);
   walk(plan.remember_value, walk);
-  for (const Plan* p : [&] {
-         std::vector<const Plan*> all{&plan};
-         for (const auto& t : plan.tables) all.push_back(t.get());
-         return all;
-       }()) {
+  for (const Plan* p : AllTables(plan)) {
     for (const Slot& s : p->keys) walk(s.expr, walk);
     for (const AggSlot& a : p->aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
   }
@@ -155,30 +158,20 @@ const Field* FindPlanField(const Plan& plan, Pred&& pred) {
 
 // Whether a key of the plan, or of one of its tables, is a stack.
 inline bool HasStackKeys(const Plan& plan) {
-  auto any = [](const Plan& p) {
-    for (const Slot& s : p.keys)
+  for (const Plan* p : AllTables(plan))
+    for (const Slot& s : p->keys)
       if (s.type.kind == TypeKind::kStack) return true;
-    return false;
-  };
-  if (any(plan)) return true;
-  for (const auto& t : plan.tables)
-    if (any(*t)) return true;
   return false;
 }
 
 // Whether rows name user addresses (a user stack, usym()): their processes' maps are needed
 // after they may have exited.
 inline bool HasUserAddresses(const Plan& plan) {
-  auto any = [](const Plan& p) {
-    for (const Slot& s : p.keys) {
+  for (const Plan* p : AllTables(plan))
+    for (const Slot& s : p->keys) {
       if (s.type.kind == TypeKind::kStack && s.expr && s.expr->name != "kstack") return true;
       if (s.expr && s.expr->kind == ExprKind::kCall && s.expr->name == "usym") return true;
     }
-    return false;
-  };
-  if (any(plan)) return true;
-  for (const auto& t : plan.tables)
-    if (any(*t)) return true;
   return false;
 }
 

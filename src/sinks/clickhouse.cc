@@ -401,11 +401,13 @@ namespace {
 
 class Tee : public OutputSink {
  public:
-  Tee(std::unique_ptr<OutputSink> inner, ClickHouseSink* ch) : inner_(std::move(inner)), ch_(ch) {}
+  Tee(std::unique_ptr<OutputSink> inner, std::vector<ClickHouseSink*> chs)
+      : inner_(std::move(inner)), chs_(std::move(chs)) {}
   void Window(const Plan& plan, const ResultSet& rs) override {
     // The table gets the rows the query prints (after `when`); for `cluster`, the rows it
     // grouped, which fit the table's columns.
-    ch_->Window(plan.when ? ApplyWhen(plan, rs) : rs);
+    const size_t t = plan.table > 0 ? static_cast<size_t>(plan.table) : 0;
+    if (t < chs_.size()) chs_[t]->Window(plan.when ? ApplyWhen(plan, rs) : rs);
     inner_->Window(plan, rs);
   }
   void SelectRow(const Plan& plan, const std::vector<Value>& row, uint64_t t) override {
@@ -415,14 +417,19 @@ class Tee : public OutputSink {
 
  private:
   std::unique_ptr<OutputSink> inner_;
-  ClickHouseSink* ch_;
+  std::vector<ClickHouseSink*> chs_;
 };
 
 }  // namespace
 
-std::unique_ptr<OutputSink> WithClickHouse(std::unique_ptr<OutputSink> inner, ClickHouseSink* ch) {
-  if (!ch) return inner;
-  return std::make_unique<Tee>(std::move(inner), ch);
+std::string ClickHouseTableUrl(const std::string& url, size_t table) {
+  return table == 0 ? url : fmt::format("{}_{}", url, table + 1);
+}
+
+std::unique_ptr<OutputSink> WithClickHouse(std::unique_ptr<OutputSink> inner,
+                                           std::vector<ClickHouseSink*> chs) {
+  if (chs.empty()) return inner;
+  return std::make_unique<Tee>(std::move(inner), std::move(chs));
 }
 
 }  // namespace fay::sinks

@@ -57,6 +57,8 @@ class ClickHouseSink {
   // At the end: waits up to `seconds` for the queue to drain, then stops. Returns a summary
   // line ("clickhouse: 12 windows written, 0 dropped") with the last error if there was one.
   std::string Finish(double seconds);
+  // DB.TABLE, as the URL named it.
+  std::string name() const { return target_.db + "." + target_.table; }
 
  private:
   ClickHouseSink() = default;
@@ -76,7 +78,13 @@ class ClickHouseSink {
   std::thread thread_;
 };
 
-// `inner` (the terminal or JSON output) with every window also sent to `ch`.
-std::unique_ptr<OutputSink> WithClickHouse(std::unique_ptr<OutputSink> inner, ClickHouseSink* ch);
+// With several tables (Plan::tables), each goes to a ClickHouse table of its own: the query's
+// own to the URL's TABLE, the second to TABLE_2, the third to TABLE_3.
+std::string ClickHouseTableUrl(const std::string& url, size_t table);
+
+// `inner` (the terminal or JSON output) with every window also sent to `chs[plan.table]` (the
+// first when the query has one table). Empty: `inner` alone.
+std::unique_ptr<OutputSink> WithClickHouse(std::unique_ptr<OutputSink> inner,
+                                           std::vector<ClickHouseSink*> chs);
 
 }  // namespace fay::sinks

@@ -163,6 +163,16 @@ def main():
             time.sleep(0.25)
         print("agent standing query in clickhouse:", got)
 
+        # Several tables: the first into TABLE, the second into TABLE_2, each with its columns.
+        tabs = subprocess.run([fay, "query", "--sink", f"clickhouse://127.0.0.1:{http[0]}/faytest.tabs",
+                               "--sink-create", "-c", f"{prog} 2 700",
+                               f"uprobe:{prog}:fay_hot | (count() as n by arg1), (sum(arg1) as s by tid)"],
+                              capture_output=True, text=True, timeout=60)
+        print("tables:", [l.split("fay: ")[1] for l in tabs.stderr.splitlines() if "clickhouse:" in l])
+        print("tables in clickhouse:",
+              sql(http[0], "SELECT arg1, n FROM faytest.tabs_result ORDER BY arg1").strip().replace("\n", " "),
+              "|", sql(http[0], "SELECT count(), sum(s) FROM faytest.tabs_2_result").strip())
+
         # A server that dies mid-query: fay does not stall, and says what it could not write.
         t0 = time.monotonic()
         p = subprocess.Popen([fay, "query", "--sink", f"clickhouse://127.0.0.1:{http[1]}/faytest.late",

@@ -129,7 +129,7 @@ TEST_F(AgentHostileTest, AnotherVersionIsNamedWithBoth) {
   pb::WindowState reply;
   grpc::Status st = RawRun(r.SerializeAsString(), &reply);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_EQ(st.error_message(), "the caller speaks cluster protocol version 7, this agent 2");
+  EXPECT_EQ(st.error_message(), "the caller speaks cluster protocol version 7, this agent 3");
   StillServing();
 }
 

@@ -64,8 +64,9 @@ TEST(WindowTable, PastItsKeyBoundAWindowIsTruncatedNotGrown) {
 }
 
 TEST(WindowTable, PastItsMemoryBoundAWindowIsTruncatedAndTheMemoryComesBack) {
-  // Room for about three groups of a count: each takes its key twice, 128 and 48 bytes.
-  WindowTable t(100, std::nullopt, 3 * (2 * 6 + 128 + 8 + 48) + 10);
+  // Room for about three groups of a count: each takes its key (its table, a tag, a length, a
+  // character) twice, 128 and 48 bytes.
+  WindowTable t(100, std::nullopt, 3 * (2 * 7 + 128 + 8 + 48) + 10);
   for (const char* k : {"a", "b", "c", "d"}) t.Add(State(0, "h1", 1, k));
   pb::WindowState w = t.Close(0);
   EXPECT_EQ(w.groups_size(), 3);
@@ -90,7 +91,7 @@ TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
   AggSpec count;
   count.func = AggFunc::kCount;
   shape.aggs = {count};
-  WindowTable t(10, shape);
+  WindowTable t(10, QueryShape{shape});
   std::string why;
   EXPECT_TRUE(t.Add(State(0, "h1", 2), &why)) << why;
   // An integer where the query has a string key.
@@ -113,6 +114,40 @@ TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
   pb::WindowState w = t.Close(0);
   EXPECT_EQ(CountOf(w), 2);
   EXPECT_EQ(w.hosts_size(), 1);
+}
+
+// Several tables: the same keys in two tables are two groups, each merged with its own table's,
+// and each table reads back only its own; a table the query does not have is refused.
+TEST(WindowTable, EachTableMergesOnItsOwn) {
+  GroupShape one;
+  one.keys = {pb::Value::kS};
+  AggSpec count;
+  count.func = AggFunc::kCount;
+  one.aggs = {count};
+  WindowTable t(10, QueryShape{one, one});
+  auto state = [&](const std::string& host, int n0, int n1) {
+    pb::WindowState ws = State(0, host, n0);
+    pb::WindowState second = State(0, host, n1);
+    pb::Group* g = ws.add_groups();
+    *g = second.groups(0);
+    g->set_table(1);
+    return ws;
+  };
+  std::string why;
+  ASSERT_TRUE(t.Add(state("h1", 2, 10), &why)) << why;
+  ASSERT_TRUE(t.Add(state("h1", 3, 20), &why)) << why;
+  pb::WindowState bad = State(0, "h2", 1);
+  bad.mutable_groups(0)->set_table(2);
+  EXPECT_FALSE(t.Add(bad, &why));
+  EXPECT_EQ(why, "a state that does not fit the query: group 0 is of table 2, the query has 2");
+  pb::WindowState w = t.Close(0);
+  std::vector<Row> first, second;
+  ASSERT_TRUE(GroupsToRows(w, &first, 0).ok());
+  ASSERT_TRUE(GroupsToRows(w, &second, 1).ok());
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].aggs[0].Scalar(), 5);
+  EXPECT_EQ(second[0].aggs[0].Scalar(), 30);
 }
 
 TEST(WindowTable, StacksCrossWithTheirHostsNames) {
