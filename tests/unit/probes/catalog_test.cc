@@ -33,7 +33,8 @@ TEST(SystemCatalog, IntervalAndProfile) {
   EXPECT_EQ((*interval)[0].name, "interval:500ms");
   EXPECT_EQ((*interval)[0].kind, ProbeKind::kInterval);
   EXPECT_EQ((*interval)[0].period_ns, 500000000u);
-  EXPECT_EQ((*interval)[0].fields.size(), CommonFields().size());
+  // The common fields and the interrupted task's two stacks.
+  EXPECT_EQ((*interval)[0].fields.size(), CommonFields().size() + StackFields().size());
   // bpftrace's spellings: UNIT:N and hz:N.
   for (auto [spec, ns] :
        {std::pair{"interval:s:1", 1'000'000'000ull}, std::pair{"interval:ms:250", 250'000'000ull},
