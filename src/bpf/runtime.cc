@@ -466,6 +466,28 @@ void LiveQuery::RememberStackProcesses() {
   for (int32_t tgid : tgids) symbolizer_->Remember(tgid, std::chrono::seconds(1));
 }
 
+namespace {
+
+// Two stack ids may be one stack as it prints: the frames fay drops differ (the tracing frames
+// above a raw tracepoint gain __traceiter_ while another program is attached to it; a user
+// stack's tail past the program). Their rows are one row, as the query means.
+void MergeEqualRows(std::vector<Row>* rows) {
+  std::map<std::vector<Value>, size_t> seen;
+  std::vector<Row> merged;
+  for (Row& r : *rows) {
+    auto [it, fresh] = seen.try_emplace(r.keys, merged.size());
+    if (fresh) {
+      merged.push_back(std::move(r));
+      continue;
+    }
+    std::vector<AggState>& into = merged[it->second].aggs;
+    for (size_t a = 0; a < into.size() && a < r.aggs.size(); ++a) into[a].Merge(r.aggs[a]);
+  }
+  *rows = std::move(merged);
+}
+
+}  // namespace
+
 Expected<ResultSet> LiveQuery::ReadMap(const Plan& shape, const Map& map, const Map* cache,
                                        bool clear, uint64_t window_end_ns) {
   std::vector<AggSpec> specs;
@@ -519,6 +541,7 @@ Expected<ResultSet> LiveQuery::ReadMap(const Plan& shape, const Map& map, const 
     row.aggs = std::move(aggs);
     rs.rows.push_back(std::move(row));
   }
+  if (HasStackKeys(shape)) MergeEqualRows(&rs.rows);
   // Without keys there is always one row, even when nothing matched (as in the interpreter).
   if (shape.keys.empty() && rs.rows.empty()) {
     Row row;
