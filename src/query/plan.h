@@ -126,7 +126,8 @@ inline std::vector<const Plan*> AllTables(const Plan& plan) {
 
 // Calls fn on every node of every expression the plan's probe part evaluates: the predicate,
 // a state pipeline's value, the keys (or selected columns) and the aggregates' arguments, of
-// every table. Not the state pipelines' (Plan::states): theirs index other probes.
+// every table, and the state reads (which a further table, a plan of its own, makes for the
+// query's table too). Not the state pipelines' (Plan::states): theirs index other probes.
 template <typename Fn>
 void VisitPlanExprs(const Plan& plan, Fn&& fn) {
   auto walk = [&](const Expr* e, auto&& self) -> void {
@@ -140,6 +141,8 @@ void VisitPlanExprs(const Plan& plan, Fn&& fn) {
     for (const Slot& s : p->keys) walk(s.expr, walk);
     for (const AggSlot& a : p->aggs) walk(a.item ? a.item->arg.get() : nullptr, walk);
   }
+  // By index: PlanStateReads fills the list while it visits (these are found there already).
+  for (size_t i = 0; i < plan.state_reads.size(); ++i) walk(plan.state_reads[i], walk);
 }
 
 // The first field the plan's probe part reads whose source `pred` accepts, or null.

@@ -140,7 +140,12 @@ std::string DescribePlan(const Plan& plan) {
     out += "    decode records and print each event\n";
   }
   if (plan.for_ns) out += fmt::format("    stop after {} ms\n", plan.for_ns / 1000000);
-  out += "  cluster part: (not yet) merge serialized states across machines\n";
+  if (plan.mode == PlanMode::kAggregate)
+    out +=
+        "  cluster part (--hosts): each host's serialized window states, merged exactly up the "
+        "tree (AggState::Merge); top and when at the root\n";
+  else
+    out += "  cluster part: none (select runs on one host)\n";
   return out;
 }
 

@@ -511,11 +511,15 @@ Expected<Plan> BuildPlan(std::shared_ptr<Query> query, std::vector<ProbeInfo> pr
   if (plan.needs_exit) PlanEntryStrings(plan);
   PlanStateReads(plan);
   PlanAttachments(plan, options);
-  // A table read over a recording alone is a plan of its own: it pairs calls as the query does.
+  // A table read over a recording alone is a plan of its own: it pairs calls and reads the
+  // states as the query does (each such pass keeps the states anew, over the same events).
   for (auto& t : plan.tables) {
     t->needs_exit = plan.needs_exit;
     t->use_raw_syscalls = plan.use_raw_syscalls;
     t->attachments = plan.attachments;
+    t->states = plan.states;
+    t->state_reads = plan.state_reads;
+    t->entry_strings = plan.entry_strings;
   }
   return plan;
 }

@@ -304,9 +304,6 @@ Status CheckStages(const Query& q) {
   if (!main) return Status::Ok();
 
   if (const auto* t = std::get_if<TablesStage>(&main->stage)) {
-    if (!q.states.empty())
-      return QueryError(src, main->range, "Several tables do not read state pipelines yet",
-                        "read the state in one aggregate stage");
     for (const TableItem& table : t->tables) {
       std::vector<OutName> names = AggregateNames(table.agg);
       for (const OutName& n : names)

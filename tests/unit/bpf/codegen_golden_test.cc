@@ -242,6 +242,10 @@ const GoldenCase kCases[] = {
     {"tables_syscount",
      "syscall:* | where ret < 0 | (count() by probe | top 10), (count(), max(latency) by comm) | "
      "every 1s"},
+    // Tables reading a state: the read once, before the where, then each table's keys from it.
+    {"tables_state",
+     "syscall:getppid | remember 1 as seen; syscall:getppid | (count() by comm), "
+     "(count(), sum(seen[tid]) by seen[tid] > 0)"},
     // BTF member chains (the current task's, a syscall's user struct), join(argv) at entry, ksym.
     {"btf_join_ksym",
      "syscall:execve, syscall:execveat | select curtask.real_parent.tgid, curtask.comm, "
