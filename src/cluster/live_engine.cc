@@ -1,5 +1,6 @@
 #include "cluster/live_engine.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "bpf/attach.h"
 #include "cluster/host_query.h"
+#include "common/clock.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
 
@@ -115,6 +117,14 @@ pb::WindowState LiveEngine::TakeWindow(uint64_t index, bool last) {
   sent_ = s;
   if (last) live_->Detach();
   return out;
+}
+
+void LiveEngine::Tick() {
+  if (!live_) return;
+  const uint64_t now = ClockNs(CLOCK_MONOTONIC);
+  if (now - last_tick_ns_ < 50'000'000) return;  // woken by every child's state: at most this
+  last_tick_ns_ = now;
+  live_->RememberStackProcesses();
 }
 
 Expected<ResultSet> LiveEngine::TakeRows() {

@@ -27,6 +27,10 @@ class LiveEngine : public LocalEngine {
 
   // One window as serialized states, for a cluster node.
   pb::WindowState TakeWindow(uint64_t index, bool last) override;
+  // The kernel's mapping records drained, and the processes stack keys name read, every
+  // 50 ms: a busy host's records never fill their rings between windows, and a process that
+  // exits before the window ends is still named (as a local query does between prints).
+  void Tick() override;
   // One window as rows (the host key filled in where the query has one), for a standing query.
   Expected<ResultSet> TakeRows();
 
@@ -46,6 +50,7 @@ class LiveEngine : public LocalEngine {
   QueryShape shape_;
   std::unique_ptr<bpf::LiveQuery> live_;
   RunStats sent_;
+  uint64_t last_tick_ns_ = 0;
 };
 
 }  // namespace fay::cluster

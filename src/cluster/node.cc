@@ -292,6 +292,7 @@ bool RunNode(const NodeOptions& o, LocalEngine* local,
       if (cancelled()) return false;
       if (done && done()) return true;
       if (stop && !stop_sent) return true;
+      if (local) local->Tick();
       // Woken by each state that arrives; at least every 50 ms to see cancel and stop.
       uint64_t left_ms = (t - now) / 1'000'000 + 1;
       table.WaitForAdd(seen, std::chrono::milliseconds(std::min<uint64_t>(left_ms, 50)));

@@ -24,6 +24,8 @@ class LocalEngine {
  public:
   virtual ~LocalEngine() = default;
   virtual pb::WindowState TakeWindow(uint64_t index, bool last) = 0;
+  // Between windows, at least every 50 ms: what must keep up with the machine meanwhile.
+  virtual void Tick() {}
 };
 
 struct NodeOptions {
