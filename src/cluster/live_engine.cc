@@ -127,13 +127,9 @@ void LiveEngine::Tick() {
   live_->RememberStackProcesses();
 }
 
-Expected<ResultSet> LiveEngine::TakeRows() {
-  if (!selected_) return ResultSet{};
-  FAY_ASSIGN_OR_RETURN(ResultSet rs, live_->ReadWindow(RealtimeNs()));
-  if (host_key_ >= 0)
-    for (Row& row : rs.rows)
-      row.keys.insert(row.keys.begin() + host_key_, Value{std::string(name_)});
-  return rs;
+Expected<std::vector<ResultSet>> LiveEngine::TakeRows() {
+  if (!selected_) return std::vector<ResultSet>(plan_.tables.size() + 1);
+  return live_->ReadWindows(RealtimeNs());
 }
 
 LiveEngine::~LiveEngine() {

@@ -3,6 +3,7 @@
 // read one window at a time.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -31,13 +32,16 @@ class LiveEngine : public LocalEngine {
   // 50 ms: a busy host's records never fill their rings between windows, and a process that
   // exits before the window ends is still named (as a local query does between prints).
   void Tick() override;
-  // One window as rows (the host key filled in where the query has one), for a standing query.
-  Expected<ResultSet> TakeRows();
+  // One window as rows, each table's (the query's own first), for a standing query.
+  Expected<std::vector<ResultSet>> TakeRows();
 
   const QueryShape& shape() const { return shape_; }
   const Plan& plan() const { return plan_; }
-  // Where `host` is among the output keys, or -1 (TakeRows' rows hold it there).
-  int host_key() const { return host_key_; }
+  // Whether `host` is among any table's keys.
+  bool has_host_key() const {
+    return host_key_ >= 0 || std::any_of(table_host_keys_.begin(), table_host_keys_.end(),
+                                         [](int k) { return k >= 0; });
+  }
 
  private:
   LiveEngine() = default;

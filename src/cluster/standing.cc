@@ -85,16 +85,21 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
       return where(Error(Code::kInvalidArgument,
                          "a standing query sends windows: snapshot does not run in one; use "
                          "every"));
-    if (!plan->tables.empty())
-      return where(Error(Code::kInvalidArgument,
-                         "a standing query exports one table, as one metric family: write one "
-                         "standing query per table"));
+    // A further table's metrics are NAME_2, NAME_3: they must not be another query's.
+    for (size_t t = 1; t <= plan->tables.size(); ++t)
+      for (const StandingQuery& other : qs)
+        if (other.name == fmt::format("{}_{}", q.name, t + 1))
+          return where(Error(Code::kInvalidArgument,
+                             fmt::format("its table {} is exported as {}, the name of line {}",
+                                         t + 1, other.name, other.line)));
     if (plan->every_ns == 0) q.text += kDefaultEvery;
     // As many keys as the agent's map memory holds (--max-map-memory), up to its --max-keys:
     // a quantile by comm takes 8 KB a key on each CPU.
-    const uint64_t per_key = static_cast<uint64_t>(plan->key_size) +
-                             static_cast<uint64_t>(plan->value_size) *
-                                 static_cast<uint64_t>(std::max(1, libbpf_num_possible_cpus()));
+    uint64_t per_key = 0;  // every table's map holds as many keys
+    for (const Plan* t : AllTables(*plan))
+      per_key += static_cast<uint64_t>(t->key_size) +
+                 static_cast<uint64_t>(t->value_size) *
+                     static_cast<uint64_t>(std::max(1, libbpf_num_possible_cpus()));
     const uint32_t keys = static_cast<uint32_t>(std::min<uint64_t>(
         o.limits.max_keys, o.limits.max_map_bytes / std::max<uint64_t>(per_key, 1)));
     if (keys < 16)
@@ -104,7 +109,7 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
                             o.limits.max_map_bytes >> 20)));
     auto engine = LiveEngine::Start(q.text, o.name, o.listen, keys, o.limits);
     if (!engine.ok()) return where(engine.status());
-    if ((*engine)->host_key() >= 0)
+    if ((*engine)->has_host_key())
       return where(Error(Code::kInvalidArgument,
                          "`by host` in a standing query is this agent's name on every row: "
                          "Prometheus's `instance` label already says it"));
@@ -112,12 +117,15 @@ Expected<std::unique_ptr<StandingQueries>> StandingQueries::Start(const std::str
     r.every_ns = (*engine)->plan().every_ns;
     r.engine = std::move(engine).value();
     r.q = q;
-    metrics->AddQuery(q.name, q.text, r.engine->plan());
-    if (!o.sink.empty()) {
-      auto sink = sinks::ClickHouseSink::Start(o.sink + "_" + q.name, r.engine->plan(), o.name,
-                                               o.sink_create);
+    const std::vector<const Plan*> tables = AllTables(r.engine->plan());
+    for (size_t t = 0; t < tables.size(); ++t) {
+      r.names.push_back(t == 0 ? q.name : fmt::format("{}_{}", q.name, t + 1));
+      metrics->AddQuery(r.names.back(), q.text, *tables[t]);
+      if (o.sink.empty()) continue;
+      auto sink = sinks::ClickHouseSink::Start(sinks::ClickHouseTableUrl(o.sink + "_" + q.name, t),
+                                               *tables[t], o.name, o.sink_create);
       if (!sink.ok()) return where(sink.status());
-      r.sink = std::move(sink).value();
+      r.sinks.push_back(std::move(sink).value());
     }
     s->running_.push_back(std::move(r));
   }
@@ -134,12 +142,15 @@ void StandingQueries::Run(const std::atomic<bool>& stop) {
     for (Running& r : running_) {
       r.engine->Tick();
       if (now < r.next_ns) continue;
-      auto rows = r.engine->TakeRows();
-      if (rows.ok()) {
-        metrics_->Update(r.q.name, *rows);
-        if (r.sink) r.sink->Window(*rows);
-      } else
-        metrics_->NoteError(r.q.name, rows.status().message());
+      auto tables = r.engine->TakeRows();
+      for (size_t t = 0; t < r.names.size(); ++t) {
+        if (!tables.ok()) {
+          metrics_->NoteError(r.names[t], tables.status().message());
+          continue;
+        }
+        metrics_->Update(r.names[t], (*tables)[t]);
+        if (t < r.sinks.size()) r.sinks[t]->Window((*tables)[t]);
+      }
       // The next end on the query's grid; windows missed while late are folded into this one.
       while (r.next_ns <= now) r.next_ns += r.every_ns;
     }
@@ -151,7 +162,8 @@ void StandingQueries::Run(const std::atomic<bool>& stop) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
   }
   for (Running& r : running_)
-    if (r.sink) fmt::print(stderr, "fay agent: {}: {}\n", r.q.name, r.sink->Finish(5));
+    for (size_t t = 0; t < r.sinks.size(); ++t)
+      fmt::print(stderr, "fay agent: {}: {}\n", r.names[t], r.sinks[t]->Finish(5));
   running_.clear();  // each engine detaches its probes
 }
 

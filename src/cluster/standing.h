@@ -42,7 +42,10 @@ class StandingQueries {
   struct Running {
     StandingQuery q;
     std::unique_ptr<LiveEngine> engine;
-    std::unique_ptr<sinks::ClickHouseSink> sink;  // --sink: its windows into TABLE_NAME
+    // Each table's name among the metrics: NAME, then NAME_2, NAME_3 for further tables.
+    std::vector<std::string> names;
+    // --sink: each table's windows into TABLE_NAME (TABLE_NAME_2, ...).
+    std::vector<std::unique_ptr<sinks::ClickHouseSink>> sinks;
     uint64_t every_ns = 0, next_ns = 0;
   };
   StandingQueries() = default;

@@ -45,9 +45,11 @@ def main():
         shutil.copy(os.path.join(testprogs, "hammer"), prog)
         standing = os.path.join(work, "standing.txt")
         with open(standing, "w") as f:
-            f.write("# the test's one standing query\n\n"
+            f.write("# the test's standing queries\n\n"
                     f"calls = uprobe:{prog}:fay_hot | count() as n, hist(arg0) as h, "
-                    "lhist(arg0, 0, 4, 1) as lh, quantile(arg0, 0.5) as med by arg1 | every 1s\n")
+                    "lhist(arg0, 0, 4, 1) as lh, quantile(arg0, 0.5) as med by arg1 | every 1s\n"
+                    f"tabs = uprobe:{prog}:fay_hot | (count() as n by arg1), (count() as c by arg0)"
+                    " | every 1s\n")
         agent_port, metrics_port, prom_port = free_port(), free_port(), free_port()
         agent = subprocess.Popen([fay, "agent", "--listen", f"127.0.0.1:{agent_port}", "--insecure",
                                   "--standing", standing, "--metrics",
@@ -99,6 +101,9 @@ def main():
         q = query('histogram_quantile(0.9, fay_calls_lh_bucket{arg1="0"})')
         print("promql histogram_quantile(0.9) over lh", q[0]["value"][1] if q else "none")
         om = get(f"http://127.0.0.1:{metrics_port}/metrics")
+        # Several tables: the second's metrics are NAME_2's.
+        print("tables", query('fay_tabs_n_total{arg1="0"}')[0]["value"][1],
+              sorted((r["metric"]["arg0"], r["value"][1]) for r in query("fay_tabs_2_c_total")))
         print("up", query('up{job="fay"}')[0]["value"][1])
         print("text format ends", "without # EOF" if "# EOF" not in om else "with # EOF")
     finally:
