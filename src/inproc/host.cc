@@ -310,6 +310,13 @@ Status InprocHost::Build(const bpf::GeneratedQuery& gen, const std::vector<size_
   header_->slots = slots;
   // Slots a thread may keep for its life need fay's membarrier (WaitForRunsInFlight); a
   // quarter, and at least 2, stay for the threads past them, claimed run by run.
+  // fay frees a dead thread's slot by its id in fay's pid namespace: only processes of that
+  // namespace may own one (the runtime compares).
+  struct stat ns {};
+  if (stat("/proc/self/ns/pid", &ns) == 0) {
+    header_->pid_ns_dev = ns.st_dev;
+    header_->pid_ns_ino = ns.st_ino;
+  }
   const long mb = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
   if (mb > 0 && (mb & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
     header_->owned_slots = slots - std::max(2u, slots / 4);
@@ -380,11 +387,13 @@ void InprocHost::Heartbeat() {
     uint32_t held = header_->slot[s].held.load(std::memory_order_relaxed);
     const auto tid = static_cast<pid_t>(held & ~kSlotOwned);
     if (held == 0 || kill(tid, 0) == 0 || errno != ESRCH) continue;
-    if (header_->slot[s].held.compare_exchange_strong(held, 0) && (held & kSlotOwned)) {
-      // Its owner died mid-run: no run is in flight there any more.
+    if (held & kSlotOwned) {
+      // Its owner died mid-run: no run is in flight there any more. Made even while the dead
+      // owner's id still holds the slot, so that no new owner writes the count meanwhile.
       const uint32_t runs = header_->slot[s].runs.load();
       if (runs & 1) header_->slot[s].runs.store(runs + 1);
     }
+    header_->slot[s].held.compare_exchange_strong(held, 0);
   }
 }
 

@@ -17,7 +17,7 @@ inline constexpr uint64_t kRegionMagic = 0x3150524e49594146ull;  // "FAYINPR1"
 inline constexpr uint32_t kRegionVersion = 4;
 // Copies of each per-CPU map: a probe run holds one for its whole run, as a CPU does.
 inline constexpr uint32_t kMaxSlots = 64;
-// In slot_held: the slot is its thread's for as long as the thread lives.
+// In a slot's `held`: the slot is its thread's for as long as the thread lives.
 inline constexpr uint32_t kSlotOwned = 0x80000000u;
 // "FD,PID": the region's descriptor in the process, and fay's pid, whose /proc/PID/fd/FD the
 // runtime opens when the program closed or lost the descriptor.
@@ -55,6 +55,7 @@ struct RegionHeader {
   } slot[kMaxSlots];
   uint32_t owned_slots;  // slots [0, owned_slots) may be owned; 0: none (no membarrier here)
   uint32_t reserved3;
+  uint64_t pid_ns_dev, pid_ns_ino;  // fay's pid namespace: only its processes own slots
   std::atomic<uint32_t> error_claimed;
   char first_error[256];  // the first refusal's reason, NUL-terminated
 

@@ -40,8 +40,9 @@ bool ConstantNonstop() {
 }
 
 // A mapping checked on a CPU may be this far from CLOCK_MONOTONIC: the two reads of a pair are
-// tens of ns apart, so only counters that really differ between CPUs come near it.
-constexpr int64_t kSyncToleranceNs = 5000;
+// tens of ns apart and the rate is measured over 2 ms, so only counters that really differ
+// between CPUs come near it. A latency whose ends ran on two CPUs is off by at most this.
+constexpr int64_t kSyncToleranceNs = 1000;
 
 }  // namespace
 
@@ -57,7 +58,8 @@ TscCalibration::Source TscCalibration::Kind() {
 }
 
 // On every CPU this process may run on, the published mapping against CLOCK_MONOTONIC read
-// there: a latency whose two ends ran on different CPUs is then as right as the kernel's own.
+// there, once at the start: a latency whose two ends ran on different CPUs is then within
+// kSyncToleranceNs of the kernel's own clock.
 bool TscCalibration::SyncedAcrossCpus(const TscClock& clock) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
@@ -68,7 +70,11 @@ bool TscCalibration::SyncedAcrossCpus(const TscClock& clock) {
       cpu_set_t one;
       CPU_ZERO(&one);
       CPU_SET(cpu, &one);
-      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) return;  // offline
+      // A CPU that cannot be checked (gone offline meanwhile) is not trusted either.
+      if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
+        synced = false;
+        return;
+      }
       const Pair p = Read();
       const uint64_t mapped =
           clock.base_ns.load() +

@@ -2,8 +2,9 @@
 // read on this VM against 12 ns for rdtsc, and a return probe's latency reads the clock twice.
 // fay, a long-lived process, measures the TSC's rate against CLOCK_MONOTONIC and publishes a
 // mapping in the shared region (a seqlock); the runtimes only read it. It is used only where
-// the kernel's own clocksource is the TSC and the TSC is constant and non-stop, so every CPU's
-// counter advances alike; elsewhere `usable` stays 0 and the probes call clock_gettime.
+// the TSC is constant and non-stop and either the kernel's own clocksource or, under
+// kvm-clock, seen to agree on every CPU (TscCalibration::Kind); elsewhere `usable` stays 0 and
+// the probes call clock_gettime.
 #pragma once
 
 #include <x86intrin.h>

@@ -140,25 +140,38 @@ struct OwnedSlot {
 };
 constinit thread_local OwnedSlot t_owned;
 
-// Registered once per process (a forked child registers its own).
-bool MembarrierRegistered() {
-  static std::atomic<uint32_t> registered_pid{0};
+// Whether this process may own slots, decided once per process (a forked child decides
+// again): fay must have set some aside, the process must be in fay's pid namespace (fay frees
+// a dead owner's slot by its thread id, as fay's namespace numbers it), and registered for
+// fay's membarrier. Decided at the runtime's start, where registering is cheap (one thread).
+bool OwnershipAllowed(const RegionHeader* h) {
+  static std::atomic<uint32_t> decided_pid{0};
+  static std::atomic<bool> allowed{false};
   const auto pid = static_cast<uint32_t>(thread_state::t_ids.pid_tgid >> 32);
-  if (registered_pid.load(std::memory_order_relaxed) == pid) return true;
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0) return false;
-  registered_pid.store(pid, std::memory_order_relaxed);
-  return true;
+  if (decided_pid.load(std::memory_order_acquire) == pid)
+    return allowed.load(std::memory_order_relaxed);
+  struct stat ns {};
+  const bool ok = h->owned_slots > 0 && stat("/proc/self/ns/pid", &ns) == 0 &&
+                  ns.st_dev == h->pid_ns_dev && ns.st_ino == h->pid_ns_ino &&
+                  syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+  allowed.store(ok, std::memory_order_relaxed);
+  decided_pid.store(pid, std::memory_order_release);
+  return ok;
 }
 
 void OwnSlot(RegionHeader* h, uint32_t tid) {
   t_owned = {tid, kNoSlot, 1024};
   const uint32_t n = h->owned_slots;
-  if (n == 0 || !MembarrierRegistered()) return;
+  if (n == 0 || !OwnershipAllowed(h)) return;
   for (uint32_t i = 0, s = tid % n; i < n; ++i, s = s + 1 == n ? 0 : s + 1) {
-    uint32_t free = 0;
-    if (h->slot[s].held.load(std::memory_order_relaxed) == 0 &&
-        h->slot[s].held.compare_exchange_strong(free, tid | kSlotOwned,
-                                                std::memory_order_acquire)) {
+    uint32_t held = h->slot[s].held.load(std::memory_order_relaxed);
+    // Already this thread's: its id kept across an exec, whose new image starts afresh.
+    const bool mine = held == (tid | kSlotOwned);
+    if (mine || (held == 0 && h->slot[s].held.compare_exchange_strong(held, tid | kSlotOwned,
+                                                                      std::memory_order_acquire))) {
+      // Even: no run of this thread is in flight (one cut short by an exec or a death).
+      const uint32_t runs = h->slot[s].runs.load(std::memory_order_relaxed);
+      if (runs & 1) h->slot[s].runs.store(runs + 1, std::memory_order_relaxed);
       t_owned.slot = s;
       return;
     }
@@ -200,7 +213,8 @@ void OwnSlot(RegionHeader* h, uint32_t tid) {
     h->dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  RunPrograms(runs, ctx, slot);
+  // As in an owned slot: the claim is a full barrier, then the stop is read again.
+  if (!h->stop.load(std::memory_order_relaxed)) RunPrograms(runs, ctx, slot);
   h->slot[slot].held.store(0, std::memory_order_release);
 }
 
@@ -412,6 +426,10 @@ void Start(const char* spec) {
   g_runtime = rt.get();
   SetTscClock(&h->clock);
   SetEntryClock(&ProbeClockNs);
+  // Before any probed call: registering for fay's membarrier is cheapest while this process
+  // has one thread (-c's start), and never then on a probed call's path.
+  (void)CurrentTid();
+  (void)OwnershipAllowed(h);
   rt->patch_table = reinterpret_cast<const RegionPatch*>(base + h->patches_off);
   PatchMapped(rt.get());
   // Kept for the life of the process: a thread may be inside a trampoline at any moment,
