@@ -88,6 +88,9 @@ class LiveQuery {
   // at once when the query has no stack key or is a select query (those name their frames as
   // each event arrives).
   void RememberStackProcesses();
+  // Only the kernel's mapping records, drained (a ring read; nothing when rows name no user
+  // address): for callers that must keep up more often than they walk the maps.
+  void DrainMappingRecords() { DrainMappings(); }
 
   RunStats Stats() const;
   const GeneratedQuery& generated() const { return gen_; }

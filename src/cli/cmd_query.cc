@@ -2,6 +2,7 @@
 // passes or a signal arrives, then print the results and detach.
 #include <fcntl.h>
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include <fmt/core.h>
@@ -65,7 +66,8 @@ struct QueryOptions {
 // The ClickHouse sinks of --sink, one per table of the query (ClickHouseTableUrl), started
 // (schema created, server checked) before any probe.
 using ClickHouseSinks = std::vector<std::unique_ptr<sinks::ClickHouseSink>>;
-Expected<ClickHouseSinks> StartSinks(const QueryOptions& opt, const Plan& plan) {
+Expected<ClickHouseSinks> StartSinks(const QueryOptions& opt, const Plan& plan,
+                                     const std::function<bool()>& interrupted = nullptr) {
   ClickHouseSinks out;
   if (opt.sink.empty()) {
     if (opt.sink_create)
@@ -82,6 +84,9 @@ Expected<ClickHouseSinks> StartSinks(const QueryOptions& opt, const Plan& plan) 
   gethostname(host, sizeof host - 1);
   const std::vector<const Plan*> tables = AllTables(plan);
   for (size_t t = 0; t < tables.size(); ++t) {
+    // A server slow to answer takes seconds a table: a Ctrl-C meanwhile ends it here.
+    if (interrupted && interrupted())
+      return Error(Code::kInvalidArgument, "stopped while --sink started");
     FAY_ASSIGN_OR_RETURN(
         auto ch, sinks::ClickHouseSink::Start(sinks::ClickHouseTableUrl(opt.sink, t), *tables[t],
                                               host, opt.sink_create));
@@ -346,7 +351,13 @@ int RunQuery(const QueryOptions& opt) {
   sigaddset(&mask, SIGCHLD);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  auto ch = StartSinks(opt, *plan);
+  auto ch = StartSinks(opt, *plan, [] {
+    sigset_t pending;
+    if (sigpending(&pending) != 0) return false;
+    for (int sig : kStopSignals)
+      if (sigismember(&pending, sig)) return true;
+    return false;
+  });
   if (!ch.ok()) return Fail(ch.status());
 
   bool scoped = !opt.command.empty() || opt.pid;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 
 #include "common/strings.h"
@@ -100,9 +101,10 @@ Status CutHostKey(const std::string& text, const AggregateStage& a, HostKey* out
     out->index = static_cast<int>(i);
     out->name = a.keys[i].name;
     auto [b, e] = Offsets(text, k.range);
-    // `as NAME` after it goes too.
+    // `as NAME` after it goes too (`as host` included).
     size_t after = text.find_first_not_of(" \t\n", e);
-    if (out->name != "host" && after != std::string::npos && text.compare(after, 2, "as") == 0) {
+    if (after != std::string::npos && text.compare(after, 2, "as") == 0 &&
+        after + 2 < text.size() && std::isspace(static_cast<unsigned char>(text[after + 2]))) {
       size_t alias = text.find(out->name, after + 2);
       if (alias != std::string::npos) e = alias + out->name.size();
     }

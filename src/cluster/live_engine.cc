@@ -68,12 +68,16 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
     map_bytes += uint64_t{p.max_keys} *
                  (static_cast<uint64_t>(t->key_size) +
                   static_cast<uint64_t>(t->value_size) * static_cast<uint64_t>(NumCpus()));
-  if (map_bytes > lim.max_map_bytes)
+  if (map_bytes > lim.max_map_bytes) {
+    std::string sizes;  // each table's key + value bytes
+    for (const Plan* t : AllTables(p))
+      sizes += fmt::format("{}{} + {}", sizes.empty() ? "" : ", ", t->key_size, t->value_size);
     return Error(Code::kInvalidArgument,
-                 fmt::format("the query's map takes up to {} MiB ({} keys of {} + {} bytes on "
+                 fmt::format("the query's map takes up to {} MiB ({} keys of {} bytes on "
                              "{} CPUs); this agent allows {} MiB (--max-map-memory)",
-                             (map_bytes + (1 << 20) - 1) >> 20, p.max_keys, p.key_size,
-                             p.value_size, NumCpus(), lim.max_map_bytes >> 20));
+                             (map_bytes + (1 << 20) - 1) >> 20, p.max_keys, sizes, NumCpus(),
+                             lim.max_map_bytes >> 20));
+  }
   // The shape of the states this node merges: its plan's, with the host key where the
   // query has it. Compiled even when the host filter leaves this host out, for its subtree.
   e->shape_ = ShapeOf(p, e->host_key_, e->table_host_keys_);
@@ -124,6 +128,13 @@ void LiveEngine::Tick() {
   const uint64_t now = ClockNs(CLOCK_MONOTONIC);
   if (now - last_tick_ns_ < 50'000'000) return;  // woken by every child's state: at most this
   last_tick_ns_ = now;
+  // The records every 50 ms (a ring read); the stack keys' processes every 200 ms, as a local
+  // query reads them (a walk of the maps' keys).
+  if (now - last_stacks_ns_ < 200'000'000) {
+    live_->DrainMappingRecords();
+    return;
+  }
+  last_stacks_ns_ = now;
   live_->RememberStackProcesses();
 }
 

@@ -28,9 +28,9 @@ class LiveEngine : public LocalEngine {
 
   // One window as serialized states, for a cluster node.
   pb::WindowState TakeWindow(uint64_t index, bool last) override;
-  // The kernel's mapping records drained, and the processes stack keys name read, every
-  // 50 ms: a busy host's records never fill their rings between windows, and a process that
-  // exits before the window ends is still named (as a local query does between prints).
+  // The kernel's mapping records drained every 50 ms, and the processes stack keys name read
+  // every 200 ms: a busy host's records never fill their rings between windows, and a process
+  // that exits before the window ends is still named (as a local query does between prints).
   void Tick() override;
   // One window as rows, each table's (the query's own first), for a standing query.
   Expected<std::vector<ResultSet>> TakeRows();
@@ -54,7 +54,7 @@ class LiveEngine : public LocalEngine {
   QueryShape shape_;
   std::unique_ptr<bpf::LiveQuery> live_;
   RunStats sent_;
-  uint64_t last_tick_ns_ = 0;
+  uint64_t last_tick_ns_ = 0, last_stacks_ns_ = 0;
 };
 
 }  // namespace fay::cluster

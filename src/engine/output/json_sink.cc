@@ -72,6 +72,7 @@ class JsonSink : public OutputSink {
       o["hosts_answered"] = rs.coverage->answered;
       o["hosts_expected"] = rs.coverage->expected;
       if (rs.coverage->truncated) o["truncated"] = true;
+      if (plan.table >= 0) o["table"] = plan.table;  // several tables: this one had no rows
       Write(o);
     }
     for (size_t r : order) {

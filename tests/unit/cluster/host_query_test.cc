@@ -19,6 +19,25 @@ TEST(HostQuery, ByHostIsCutAndItsPositionKept) {
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->key_name, "h");
   EXPECT_EQ(h->local, "syscall:read | count() " + std::string(12, ' '));
+  // `as host` goes too: left behind, it would rename the aggregate.
+  h = SplitHostQuery("syscall:read | count() by host as host");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->key_name, "host");
+  EXPECT_EQ(h->local, "syscall:read | count() " + std::string(15, ' '));
+}
+
+// Several tables: each table's `by host` is found and cut, inside its parentheses, beside a
+// `top`, the query's own table's in host_key and the others' in `tables`.
+TEST(HostQuery, EachTableHasItsHostKey) {
+  auto h = SplitHostQuery(
+      "syscall:* | (count() by probe | top 3), (count() by comm, host), (count() by host)");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->host_key, -1);
+  ASSERT_EQ(h->tables.size(), 2u);
+  EXPECT_EQ(h->tables[0].index, 1);
+  EXPECT_EQ(h->tables[1].index, 0);
+  EXPECT_EQ(h->local,
+            "syscall:* | (count() by probe | top 3), (count() by comm      ), (count()        )");
 }
 
 TEST(HostQuery, AWhereStageOnHostPicksHosts) {
