@@ -131,8 +131,8 @@ uint32_t TakeSlot(RegionHeader* h, uint32_t tid) {
 // The locked compare-exchange of a claim was about 40% of a probed call. So a thread keeps
 // one of the first owned_slots slots for its life and marks a run in it with plain stores;
 // fay, before it reads the maps, makes every thread's stores visible with a membarrier that
-// this process registered for (WaitForRunsInFlight). Threads past those slots, or in a
-// process that could not register, claim a slot per run as before.
+// this process registered for (WaitForRunsInFlight). Threads past those slots, or of a
+// process that may not own one (OwnershipAllowed), claim a slot per run as before.
 struct OwnedSlot {
   uint32_t tid = 0;  // the thread the claim was for: a forked child's differs
   uint32_t slot = kNoSlot;
@@ -190,8 +190,7 @@ void OwnSlot(RegionHeader* h, uint32_t tid) {
 [[gnu::always_inline]] inline void RunAll(const std::vector<Run>& runs, uint64_t ctx) {
   RegionHeader* h = g_runtime->header;
   const uint32_t tid = CurrentTid();
-  // A slot fay gave back (it saw its owner's id gone: a thread of another pid namespace) is
-  // claimed again rather than shared.
+  // A slot fay gave back (it saw its owner's id gone) is claimed again rather than shared.
   if (t_owned.tid != tid ||
       (t_owned.slot == kNoSlot ? --t_owned.retry == 0
                                : h->slot[t_owned.slot].held.load(std::memory_order_relaxed) !=
