@@ -85,9 +85,7 @@ int RunClusterQuery(const ClusterQueryOptions& o) {
                       "own; use every, or query one host"));
   Plan& p = *plan;
   // The shape the states cross in, taken before host goes back among the output keys.
-  std::vector<int> table_host_keys;
-  for (const HostKey& k : hq->tables) table_host_keys.push_back(k.index);
-  const QueryShape shape = ShapeOf(p, hq->host_key, table_host_keys);
+  const QueryShape shape = ShapeOf(p, hq->KeyIndexes());
   auto put_host = [](Plan* t, const HostKey& k) {
     if (k.index < 0) return;
     Slot host;

@@ -24,6 +24,12 @@ struct HostQuery {
   std::string key_name;  // its output name ("host", or the alias)
   // With several tables, the host key of each one after the query's own (Plan::tables).
   std::vector<HostKey> tables;
+  // Where host is among each table's keys (-1: not a key), the query's own first.
+  std::vector<int> KeyIndexes() const {
+    std::vector<int> out{host_key};
+    for (const HostKey& k : tables) out.push_back(k.index);
+    return out;
+  }
   // The `where` stages on host, as written, each a condition every answering host must meet.
   std::vector<std::string> host_filters;
 };

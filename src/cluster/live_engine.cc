@@ -33,8 +33,7 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   e->name_ = name;
   e->address_ = address;
   FAY_ASSIGN_OR_RETURN(HostQuery hq, SplitHostQuery(text));
-  e->host_key_ = hq.host_key;
-  for (const HostKey& k : hq.tables) e->table_host_keys_.push_back(k.index);
+  e->host_keys_ = hq.KeyIndexes();
   FAY_ASSIGN_OR_RETURN(e->selected_, HostSelected(text, name));
   FAY_RETURN_IF_ERROR(EnsureTracefs());
   e->text_ = hq.local;
@@ -80,7 +79,7 @@ Expected<std::unique_ptr<LiveEngine>> LiveEngine::Start(const std::string& text,
   }
   // The shape of the states this node merges: its plan's, with the host key where the
   // query has it. Compiled even when the host filter leaves this host out, for its subtree.
-  e->shape_ = ShapeOf(p, e->host_key_, e->table_host_keys_);
+  e->shape_ = ShapeOf(p, e->host_keys_);
   if (!e->selected_) return e;  // its host filter leaves this host out: nothing to attach
   bpf::CodegenOptions copt;
   copt.self_tgid = static_cast<uint32_t>(getpid());
@@ -103,9 +102,7 @@ pb::WindowState LiveEngine::TakeWindow(uint64_t index, bool last) {
     return out;
   }
   for (size_t t = 0; t < tables->size(); ++t) {
-    const int key = t == 0                            ? host_key_
-                    : t - 1 < table_host_keys_.size() ? table_host_keys_[t - 1]
-                                                      : -1;
+    const int key = t < host_keys_.size() ? host_keys_[t] : -1;
     std::vector<Row>& rows = (*tables)[t].rows;
     if (key >= 0)
       for (Row& row : rows) row.keys.insert(row.keys.begin() + key, Value{std::string(name_)});

@@ -39,15 +39,13 @@ class LiveEngine : public LocalEngine {
   const Plan& plan() const { return plan_; }
   // Whether `host` is among any table's keys.
   bool has_host_key() const {
-    return host_key_ >= 0 || std::any_of(table_host_keys_.begin(), table_host_keys_.end(),
-                                         [](int k) { return k >= 0; });
+    return std::any_of(host_keys_.begin(), host_keys_.end(), [](int k) { return k >= 0; });
   }
 
  private:
   LiveEngine() = default;
   std::string name_, address_, text_;
-  int host_key_ = -1;
-  std::vector<int> table_host_keys_;  // each of Plan::tables
+  std::vector<int> host_keys_;  // each table's, the query's own first (HostQuery::KeyIndexes)
   bool selected_ = true;
   SystemCatalog catalog_;
   Plan plan_;

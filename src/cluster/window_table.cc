@@ -88,10 +88,11 @@ GroupShape TableShape(const Plan& p, int host_key) {
 
 }  // namespace
 
-QueryShape ShapeOf(const Plan& p, int host_key, const std::vector<int>& table_host_keys) {
-  QueryShape shape{TableShape(p, host_key)};
-  for (size_t t = 0; t < p.tables.size(); ++t)
-    shape.push_back(TableShape(*p.tables[t], t < table_host_keys.size() ? table_host_keys[t] : -1));
+QueryShape ShapeOf(const Plan& p, const std::vector<int>& host_keys) {
+  QueryShape shape;
+  const std::vector<const Plan*> tables = AllTables(p);
+  for (size_t t = 0; t < tables.size(); ++t)
+    shape.push_back(TableShape(*tables[t], t < host_keys.size() ? host_keys[t] : -1));
   return shape;
 }
 

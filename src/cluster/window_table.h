@@ -41,9 +41,9 @@ struct GroupShape {
 };
 // A query's groups, one shape per table (the query's own first, then Plan::tables).
 using QueryShape = std::vector<GroupShape>;
-// host_key >= 0: a string key the agent inserts there (`by host`), which the plan lacks;
-// table_host_keys, the same for each of Plan::tables (missing: none).
-QueryShape ShapeOf(const Plan& p, int host_key = -1, const std::vector<int>& table_host_keys = {});
+// host_keys[t] >= 0: table t has a string key there that the agent inserts (`by host`) and the
+// plan lacks; the query's own table first (HostQuery::KeyIndexes; missing: none).
+QueryShape ShapeOf(const Plan& p, const std::vector<int>& host_keys = {});
 // Why s does not decode or fit `shape` (when given), or "" when it is sound: every group's
 // table, every key's kind, every aggregate's header and body checked in place, nothing copied.
 std::string CheckState(const pb::WindowState& s, const QueryShape* shape);
