@@ -85,13 +85,18 @@ TEST(WindowTable, AStateThatDoesNotDecodeIsRefused) {
   EXPECT_FALSE(t.Add(ws));
 }
 
-TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
+// What State() sends: a count by one string key.
+GroupShape CountByString() {
   GroupShape shape;
   shape.keys = {pb::Value::kS};
   AggSpec count;
   count.func = AggFunc::kCount;
   shape.aggs = {count};
-  WindowTable t(10, QueryShape{shape});
+  return shape;
+}
+
+TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
+  WindowTable t(10, QueryShape{CountByString()});
   std::string why;
   EXPECT_TRUE(t.Add(State(0, "h1", 2), &why)) << why;
   // An integer where the query has a string key.
@@ -119,12 +124,7 @@ TEST(WindowTable, AStateOfAnotherShapeIsRefusedWholeWithTheReason) {
 // Several tables: the same keys in two tables are two groups, each merged with its own table's,
 // and each table reads back only its own; a table the query does not have is refused.
 TEST(WindowTable, EachTableMergesOnItsOwn) {
-  GroupShape one;
-  one.keys = {pb::Value::kS};
-  AggSpec count;
-  count.func = AggFunc::kCount;
-  one.aggs = {count};
-  WindowTable t(10, QueryShape{one, one});
+  WindowTable t(10, QueryShape{CountByString(), CountByString()});
   auto state = [&](const std::string& host, int n0, int n1) {
     pb::WindowState ws = State(0, host, n0);
     pb::WindowState second = State(0, host, n1);
