@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "record/ebpf/ebpf_recorder.h"
@@ -56,6 +58,13 @@ void RemoveOutput(const std::string& path, const OutputFile& made) {
   if (!made.removable) return;
   OutputFile now = IdentifyOutput(path);
   if (now.removable && now.dev == made.dev && now.ino == made.ino) unlink(path.c_str());
+}
+
+void SayAttached(const RecordOptions& options, const std::string& path, uint64_t threads) {
+  if (!options.pid || options.quiet) return;
+  fmt::print(stderr, "fay: attached to process {} ({} thread{}), recording to {}\n", options.pid,
+             threads, threads == 1 ? "" : "s", path);
+  std::fflush(stderr);
 }
 
 std::string DefaultOutputName(const RecordOptions& options) {

@@ -99,6 +99,11 @@ OutputFile IdentifyOutput(const std::string& path);
 // Unlinks path if it is still the file `made` identifies; anything else is left as it is.
 void RemoveOutput(const std::string& path, const OutputFile& made);
 
+// -p, once every probe is in place (or every thread seized): "fay: attached to process N ...",
+// as strace says "Process N attached", unless --quiet. A script may start the work it wants
+// recorded on that line rather than after a guessed delay.
+void SayAttached(const RecordOptions& options, const std::string& path, uint64_t threads);
+
 // Records until the command (or, with -p, the process) ends, or until SIGINT/SIGTERM, which
 // detach cleanly. Errors before the program runs (no such command or pid, unwritable output,
 // bad -e) come back as a Status; a failure during recording comes back in RecordResult::error

@@ -1,5 +1,6 @@
 #include "record/task_info.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
@@ -88,6 +89,15 @@ std::vector<std::string> ReadProcStrings(pid_t pid, const char* what) {
     start = end + 1;
   }
   return out;
+}
+
+uint64_t CountThreads(pid_t pid) {
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return 0;
+  uint64_t n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
 }
 
 }  // namespace fay::record

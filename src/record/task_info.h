@@ -29,5 +29,7 @@ bool IsKernelThread(pid_t pid);
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.
 std::vector<std::string> ReadProcStrings(pid_t pid, const char* what);
+// How many threads process pid has now (0 if it is gone).
+uint64_t CountThreads(pid_t pid);
 
 }  // namespace fay::record

@@ -83,3 +83,13 @@ stop_idle_workload() {
   [ -s "$1/child" ] && kill "$(cat "$1/child")" 2>/dev/null
   return 0
 }
+
+# wait_for_line FILE ERE TENTHS: polls until a line of FILE matches ERE, up to TENTHS tenths of a
+# second. "probes attached" (`fay query -v`) and "attached to process" (`fay record -p`) say the
+# probes are live, or the threads seized: a
+# test releases its workload then, rather than after a sleep a slow machine may outlast.
+wait_for_line() {
+  i=0
+  while ! grep -qE "$2" "$1" 2>/dev/null && [ "$i" -lt "$3" ]; do sleep 0.1; i=$((i + 1)); done
+  grep -qE "$2" "$1" 2>/dev/null
+}

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 // Parses a non-negative decimal argument or exits with status 2. No stdio on the happy path so
@@ -21,6 +23,25 @@ static inline long testprog_arg(int argc, char** argv, int i, const char* usage)
     _exit(2);
   }
   return v;
+}
+
+static volatile sig_atomic_t testprog_go;
+static void testprog_on_go(int sig) {
+  (void)sig;
+  testprog_go = 1;
+}
+
+// Sleeps MS milliseconds, resumed across interruptions (a tracer's attach), or until SIGUSR1,
+// whichever comes first. A test attaches with -p, waits until the tracer says it is attached,
+// then sends SIGUSR1: the measured work starts after the attach however slow the machine is,
+// and MS only bounds the wait should the test never send it.
+static inline void testprog_pause(long ms) {
+  struct sigaction sa = {0};
+  sa.sa_handler = testprog_on_go;
+  sigaction(SIGUSR1, &sa, 0);
+  struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+  while (!testprog_go && nanosleep(&left, &left) != 0) {
+  }
 }
 
 // A function a probe targets: exported, never inlined or cloned, and really called.

@@ -1,8 +1,7 @@
-// hammer T N [F [DELAY_MS]]: after sleeping DELAY_MS (a time to attach to it with -p), T threads
-// each call fay_hot(i % 4, t) for i in [0, N); then F forked children (one thread each, no exec)
-// do the same N calls as thread 0. Linked dynamically (a preloaded
-// library reaches it): the program for in-process probes under threads and forks. Exits 1 if a
-// sum is wrong.
+// hammer T N [F [DELAY_MS]]: after sleeping DELAY_MS or until SIGUSR1 (a time to attach with
+// -p), T threads each call fay_hot(i % 4, t) for i in [0, N); then F forked children (one thread
+// each, no exec) do the same N calls as thread 0. Linked dynamically (a preloaded library reaches
+// it): the program for in-process probes under threads and forks. Exits 1 if a sum is wrong.
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,9 +38,7 @@ int main(int argc, char** argv) {
     (void)!write(2, usage, __builtin_strlen(usage));
     return 2;
   }
-  struct timespec delay = {delay_ms / 1000, (delay_ms % 1000) * 1000000};
-  while (nanosleep(&delay, &delay) != 0) {
-  }
+  testprog_pause(delay_ms);
   pthread_t tid[64];
   for (long t = 0; t < threads; t++) pthread_create(&tid[t], 0, thread_main, (void*)t);
   int ok = 1;

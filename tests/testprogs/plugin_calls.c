@@ -1,6 +1,6 @@
-// plugin_calls N [THREADS [DELAY_MS]]: sleeps DELAY_MS (a time to attach with -p), dlopens
-// libfay_plugin.so (beside it), then THREADS
-// threads (default 1) each call its fay_plugin_target(i % 4, t) for i in [0, N). The library is
+// plugin_calls N [THREADS [DELAY_MS]]: sleeps DELAY_MS or until SIGUSR1 (a time to attach with
+// -p), dlopens libfay_plugin.so (beside it), then THREADS threads (default 1) each call its
+// fay_plugin_target(i % 4, t) for i in [0, N). The library is
 // not a dependency: a probe on it finds it mapped only after the dlopen, as with Python's
 // extension modules. Exits 1 if a sum is wrong or the library does not load.
 #include <dlfcn.h>
@@ -30,10 +30,7 @@ int main(int argc, char** argv) {
   long threads = argc > 2 ? testprog_arg(argc, argv, 2, usage) : 1;
   long delay_ms = argc > 3 ? testprog_arg(argc, argv, 3, usage) : 0;
   if (threads < 1 || threads > 64) return 2;
-  // Resumed where a signal (fay's attach) interrupts it.
-  struct timespec left = {delay_ms / 1000, (delay_ms % 1000) * 1000000L};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
-  }
+  testprog_pause(delay_ms);
   char path[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
   if (n <= 0) return 1;

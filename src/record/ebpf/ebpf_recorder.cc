@@ -1063,6 +1063,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   }
 
   signals.Handle(OnStopSignal);
+  if (opt_.pid) SayAttached(opt_, result_.path, CountThreads(opt_.pid));
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);
   Status released = child ? child->Release() : Status::Ok();

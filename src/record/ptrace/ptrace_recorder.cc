@@ -609,6 +609,7 @@ Expected<RecordResult> PtraceRecorder::Run() {
   }
   ++result_.processes;
   ++result_.threads;
+  SayAttached(opt_, result_.path, tasks_.size());
   Loop();
   result_.detached = detaching_ || passing_;
   Status closed = writer_->Close();
