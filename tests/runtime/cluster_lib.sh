@@ -32,3 +32,15 @@ wait_attached() {
   done
   echo "not attached: $("$FAY" cluster status --insecure --hosts "$1" 2>&1 | grep -c 'attached, agent') of $2"
 }
+
+# wait_windows FILE N: until the coordinator has printed N windows to FILE (text: a "hosts:"
+# line each; JSON: rows of N distinct windows; 30 s at most). A window's output comes when it
+# closes, so what runs next runs early in the window after.
+windows_in() { { grep -E '^hosts: ' "$1"; grep -oE '"window": ?[0-9]+' "$1" | sort -u; } 2>/dev/null | wc -l; }
+wait_windows() {
+  for _ in $(seq 600); do
+    [ "$(windows_in "$1")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  echo "windows: $(windows_in "$1") of $2"
+}
