@@ -13,9 +13,10 @@
 static long before;
 static long after;
 static char arg_after[24];
-// Set by the leader just before pthread_join. The exec waits for it, then 50 ms more in user
+// Set by the leader just before pthread_join. The exec waits for it, then 200 ms more in user
 // space (clock_gettime is the vDSO's: no syscall), so the leader is always blocked in its futex
-// wait when the exec ends it, and makes the same calls in every run whatever the scheduler does.
+// wait when the exec ends it, and makes the same calls in every run whatever the scheduler does
+// (a busy machine may keep the leader off a CPU for tens of milliseconds).
 static int joining;
 
 static void* execer(void* unused) {
@@ -26,7 +27,7 @@ static void* execer(void* unused) {
   do {
     __builtin_ia32_pause();
     clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000000L);
+  } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000000L);
   for (long i = 0; i < before; i++) syscall(SYS_getppid);
   char* const argv[] = {"thread_exec", "after", arg_after, 0};
   syscall(SYS_execve, "/proc/self/exe", argv, (char* const[]){0});
