@@ -24,6 +24,7 @@
 #include "cluster/coordinator.h"
 #include "common/child_process.h"
 #include "common/privileges.h"
+#include "common/unique_fd.h"
 #include "engine/offline/table_catalog.h"
 #include "engine/offline/trace_catalog.h"
 #include "engine/offline/trace_query.h"
@@ -33,6 +34,7 @@
 #include "probes/elf_symbols.h"
 #include "probes/tracefs.h"
 #include "query/compile.h"
+#include "record/task_info.h"
 #include "sinks/clickhouse.h"
 #include "trace/reader.h"
 
@@ -319,8 +321,20 @@ int RunQuery(const QueryOptions& opt) {
   if (opt.max_keys < 1 || opt.max_keys > (1u << 22))
     return Fail(Error(Code::kInvalidArgument,
                       fmt::format("--max-keys must be 1 to {}, not {}", 1u << 22, opt.max_keys)));
-  if (opt.pid && kill(opt.pid, 0) < 0 && errno == ESRCH)
-    return Fail(Error(Code::kNotFound, fmt::format("-p {}: no such process", opt.pid)));
+  // -p: the process itself, held from here, whatever takes its pid once it is gone. Its end
+  // ends the query, even when it comes while the probes are compiled and attached: before, a
+  // process gone by then was waited for until Ctrl-C.
+  UniqueFd target;
+  if (opt.pid) {
+    target.reset(static_cast<int>(syscall(SYS_pidfd_open, opt.pid, 0)));
+    if (!target && errno == ESRCH)
+      return Fail(Error(Code::kNotFound, fmt::format("-p {}: no such process", opt.pid)));
+    if (record::HasExited(opt.pid))
+      return Fail(Error(Code::kNotFound,
+                        fmt::format("-p {}: the process has already exited (a zombie its parent "
+                                    "has not reaped): there is nothing left to trace",
+                                    opt.pid)));
+  }
   auto uprobe_mode = inproc::ParseUprobeMode(opt.uprobes);
   if (!uprobe_mode.ok()) return Fail(uprobe_mode.status());
   if (Status st = EnsureTracefs(); !st.ok()) return Fail(st);
@@ -429,10 +443,9 @@ int RunQuery(const QueryOptions& opt) {
     if (Status st = (*live)->AddScopePid(child->pid(), /*pending_exec=*/true); !st.ok())
       return Fail(st);
   }
-  int pidfd = -1;
+  const int pidfd = target.get();
   if (opt.pid) {
     if (Status st = (*live)->AddScopePid(opt.pid); !st.ok()) return Fail(st);
-    pidfd = static_cast<int>(syscall(SYS_pidfd_open, opt.pid, 0));
   }
   if (plan->probes.size() >= 64)
     fmt::print(stderr, "fay: attaching {} probes with {} programs (Ctrl-C stops)\n",
@@ -603,7 +616,6 @@ int RunQuery(const QueryOptions& opt) {
     int status;
     while (!child->TryWait(&status)) usleep(1000);
   }
-  if (pidfd >= 0) close(pidfd);
   return exit_code;
 }
 

@@ -2,6 +2,8 @@
 //            [--ring-size BYTES] [--consumers N] [--loss block|drop]
 //            [--flight SIZE [--dump-on SIGNAL|exit|PREDICATE]... [--max-dumps N]]
 //            [-p PID | -- CMD...]
+#include <sys/stat.h>
+
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -237,7 +239,10 @@ int Run(RecordCli& c) {
   // The end state: what the program left on disk, for `fay replay --verify` to compare its
   // tree with. Only for a whole recording; a trace without it still replays and verifies calls.
   std::string end_note;
-  if (changes && r->error.empty() && !r->detached) {
+  // -o /dev/null (a run measured, not kept) has no trace to append it to: nothing to say.
+  struct stat out_st;
+  const bool regular = stat(r->path.c_str(), &out_st) == 0 && S_ISREG(out_st.st_mode);
+  if (changes && r->error.empty() && !r->detached && regular) {
     auto live = replay::Sandbox::Open("/");
     Expected<trace::EndState> es = live.status();
     if (live.ok()) es = replay::NoteEndState(*live, changes->tracker.Changed());

@@ -124,6 +124,11 @@ Expected<RecordResult> Record(const RecordOptions& options) {
     return Error(
         Code::kInvalidArgument,
         fmt::format("pid {} is a kernel thread: it makes no system calls to record", options.pid));
+  if (options.pid && HasExited(options.pid))
+    return Error(Code::kNotFound,
+                 fmt::format("process {} has already exited: a zombie its parent has not reaped, "
+                             "which makes no more system calls",
+                             options.pid));
   if (options.backend == "ebpf") return RecordWithEbpf(options);
   if (options.backend == "ptrace" || options.pid) return RecordWithPtrace(options);
   // auto: eBPF where the kernel allows it (what `fay doctor` checks), else ptrace. Only a

@@ -70,6 +70,14 @@ bool IsKernelThread(pid_t pid) {
   return (flags & kPfKthread) != 0;
 }
 
+bool HasExited(pid_t pid) {
+  std::string s = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = s.rfind(')');
+  char state = 0;
+  if (close == std::string::npos || sscanf(s.c_str() + close + 1, " %c", &state) != 1) return false;
+  return state == 'Z' || state == 'X';
+}
+
 std::string ReadProcLink(pid_t pid, const char* what) {
   char buf[PATH_MAX];
   std::string path = "/proc/" + std::to_string(pid) + "/" + what;

@@ -25,6 +25,9 @@ bool ReadTaskComm(pid_t tid, std::array<char, 16>* out);
 // PF_KTHREAD in /proc/PID/stat's flags. Neither backend can record a kernel thread: ptrace
 // refuses it, and the probes would wait for a process that never makes a call or exits.
 bool IsKernelThread(pid_t pid);
+// State Z or X in /proc/PID/stat: the process has exited and waits for its parent to reap it.
+// Its pid still answers kill(pid, 0), but it makes no more calls and ptrace refuses it (EPERM).
+bool HasExited(pid_t pid);
 // /proc/PID/exe, cwd; empty when unreadable.
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/clock.h"
@@ -57,8 +59,22 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
     fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoError("opening /dev/null");
   } else {
+    // A trace is written at offsets (each stream's chunks, and the index at the end), so a FIFO,
+    // pipe, socket or terminal cannot take it. Said before anything runs: the write would fail
+    // only at the end, after the whole recording (and opening a FIFO waits for a reader).
+    const std::string why = fmt::format(
+        "cannot write a trace to {}: it is not a regular file or device that can seek (a pipe, "
+        "FIFO, socket or terminal); write it to a file, then read it with `fay dump`",
+        path);
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+      return Error(Code::kInvalidArgument, why);
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoError("cannot create trace file " + path);
+    if (::lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE) {
+      ::close(fd);
+      return Error(Code::kInvalidArgument, why);
+    }
   }
   auto w = std::make_unique<Writer>(Key{}, path, OwnedFd(fd), std::move(options));
   FAY_RETURN_IF_ERROR(w->WriteHeader(info));

@@ -31,6 +31,7 @@
 #include "bpf/ring_consumer.h"
 #include "common/child_process.h"
 #include "common/thread_name.h"
+#include "common/unique_fd.h"
 #include "common/worker_thread.h"
 #include "probes/tracefs.h"
 #include "record/copy_capture.h"
@@ -927,8 +928,14 @@ void EbpfRecorder::Govern(std::promise<void>& ready) {
 }
 
 Expected<RecordResult> EbpfRecorder::Run() {
-  if (opt_.pid && kill(opt_.pid, 0) != 0 && errno == ESRCH)
-    return Error(Code::kNotFound, fmt::format("no process {}", opt_.pid));
+  // -p: the process itself, held from here, whatever takes its pid once it is gone. It may end
+  // while the probes load; its exit then comes before they see it (below).
+  UniqueFd target;
+  if (opt_.pid) {
+    target.reset(static_cast<int>(syscall(SYS_pidfd_open, opt_.pid, 0)));
+    if (!target && errno == ESRCH)
+      return Error(Code::kNotFound, fmt::format("no process with pid {}", opt_.pid));
+  }
   FAY_RETURN_IF_ERROR(Configure());
   RecordingInfo info = BaseRecordingInfo(opt_, "ebpf");
   info.max_buffer = max_buffer_;  // the ring bounds every buffer, even without --max-buffer
@@ -1072,7 +1079,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
   if (released.ok()) {
     result_.processes = 1;
     result_.threads = 1;
-    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, root, 0));
+    int pidfd = target ? target.get() : static_cast<int>(syscall(SYS_pidfd_open, root, 0));
     while (!exited && !g_stop_signal) {
       pollfd p{pidfd, POLLIN, 0};
       if (pidfd >= 0)
@@ -1082,7 +1089,15 @@ Expected<RecordResult> EbpfRecorder::Run() {
       // A -p process is not fay's child: its end is when its pidfd turns readable.
       exited = child ? child->TryWait(&status) : (pidfd < 0 || (p.revents & POLLIN));
     }
-    if (pidfd >= 0) close(pidfd);
+    if (pidfd >= 0 && !target) close(pidfd);
+    // A -p process that ended before the probes were attached is still in the traced set (no
+    // exit probe saw it go), and the wait below would last until another process took its pid,
+    // then record that one. Its pidfd turns readable only after its exit tracepoint has run, so
+    // an exit the probes did see has already removed it.
+    if (exited && target) {
+      uint32_t gone = static_cast<uint32_t>(root);
+      (void)maps_[kMapTraced]->Delete(&gone);
+    }
     // Descendants that outlive the command are recorded until they end too.
     while (exited && !g_stop_signal && !maps_[kMapTraced]->Keys().empty()) usleep(2000);
   }
