@@ -241,8 +241,8 @@ int Run(RecordCli& c) {
   std::string end_note;
   // -o /dev/null (a run measured, not kept) has no trace to append it to: nothing to say.
   struct stat out_st;
-  const bool regular = stat(r->path.c_str(), &out_st) == 0 && S_ISREG(out_st.st_mode);
-  if (changes && r->error.empty() && !r->detached && regular) {
+  const bool device = stat(r->path.c_str(), &out_st) == 0 && S_ISCHR(out_st.st_mode);
+  if (changes && r->error.empty() && !r->detached && !device) {
     auto live = replay::Sandbox::Open("/");
     Expected<trace::EndState> es = live.status();
     if (live.ok()) es = replay::NoteEndState(*live, changes->tracker.Changed());

@@ -100,7 +100,7 @@ OutputFile IdentifyOutput(const std::string& path);
 void RemoveOutput(const std::string& path, const OutputFile& made);
 
 // -p, once every probe is in place (or every thread seized): "fay: attached to process N ...",
-// as strace says "Process N attached", unless --quiet. A script may start the work it wants
+// as strace says "Process N attached"; not with --quiet. A script may start the work it wants
 // recorded on that line rather than after a guessed delay.
 void SayAttached(const RecordOptions& options, const std::string& path, uint64_t threads);
 

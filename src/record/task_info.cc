@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -71,7 +73,18 @@ bool IsKernelThread(pid_t pid) {
 }
 
 bool HasExited(pid_t pid) {
-  std::string s = Slurp("/proc/" + std::to_string(pid) + "/stat");
+  // Not /proc/PID/stat's state: a leader that called pthread_exit shows Z while its other
+  // threads run on. A pidfd turns readable only once the whole thread group has exited.
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  bool exited = poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+  close(fd);
+  return exited;
+}
+
+bool ThreadExited(pid_t pid, pid_t tid) {
+  std::string s = Slurp("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
   size_t close = s.rfind(')');
   char state = 0;
   if (close == std::string::npos || sscanf(s.c_str() + close + 1, " %c", &state) != 1) return false;

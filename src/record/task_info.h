@@ -25,9 +25,12 @@ bool ReadTaskComm(pid_t tid, std::array<char, 16>* out);
 // PF_KTHREAD in /proc/PID/stat's flags. Neither backend can record a kernel thread: ptrace
 // refuses it, and the probes would wait for a process that never makes a call or exits.
 bool IsKernelThread(pid_t pid);
-// State Z or X in /proc/PID/stat: the process has exited and waits for its parent to reap it.
-// Its pid still answers kill(pid, 0), but it makes no more calls and ptrace refuses it (EPERM).
+// Every thread of process pid has exited and it waits for its parent to reap it (a zombie). Its
+// pid still answers kill(pid, 0), but it makes no more calls and ptrace refuses it (EPERM).
 bool HasExited(pid_t pid);
+// Thread tid of process pid has exited and waits to be reaped (state Z or X): a leader that called
+// pthread_exit while the other threads run on. ptrace refuses it (EPERM); it makes no more calls.
+bool ThreadExited(pid_t pid, pid_t tid);
 // /proc/PID/exe, cwd; empty when unreadable.
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.

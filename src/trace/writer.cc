@@ -59,9 +59,9 @@ Expected<std::unique_ptr<Writer>> Writer::Create(const std::string& path, const 
     fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoError("opening /dev/null");
   } else {
-    // A trace is written at offsets (each stream's chunks, and the index at the end), so a FIFO,
-    // pipe, socket or terminal cannot take it. Said before anything runs: the write would fail
-    // only at the end, after the whole recording (and opening a FIFO waits for a reader).
+    // A trace is written with pwrite(2) (and the end state appended by reopening it), so a FIFO,
+    // pipe, socket or terminal cannot take it. Said before anything runs: the first write would
+    // fail later, often only at the end (and opening a FIFO waits for a reader, through SIGTERM).
     const std::string why = fmt::format(
         "cannot write a trace to {}: it is not a regular file or device that can seek (a pipe, "
         "FIFO, socket or terminal); write it to a file, then read it with `fay dump`",

@@ -89,7 +89,18 @@ stop_idle_workload() {
 # probes are live, or the threads seized: a
 # test releases its workload then, rather than after a sleep a slow machine may outlast.
 wait_for_line() {
-  i=0
-  while ! grep -qE "$2" "$1" 2>/dev/null && [ "$i" -lt "$3" ]; do sleep 0.1; i=$((i + 1)); done
+  _wfl=0
+  while ! grep -qE "$2" "$1" 2>/dev/null && [ "$_wfl" -lt "$3" ]; do sleep 0.1; _wfl=$((_wfl + 1)); done
   grep -qE "$2" "$1" 2>/dev/null
+}
+
+# wait_in_sleep PID TENTHS: polls until process PID is in clock_nanosleep (230 in
+# /proc/PID/syscall), up to TENTHS tenths of a second: a test program started in the background
+# has then left the shell and the dynamic loader, and waits where the test means it to.
+wait_in_sleep() {
+  _wis=0
+  while ! grep -q '^230 ' /proc/"$1"/syscall 2>/dev/null && [ "$_wis" -lt "$2" ]; do
+    sleep 0.1
+    _wis=$((_wis + 1))
+  done
 }

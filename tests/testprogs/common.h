@@ -26,7 +26,7 @@ static inline long testprog_arg(int argc, char** argv, int i, const char* usage)
 }
 
 static volatile sig_atomic_t testprog_go;
-static void testprog_on_go(int sig) {
+static inline void testprog_on_go(int sig) {
   (void)sig;
   testprog_go = 1;
 }

@@ -1070,7 +1070,12 @@ Expected<RecordResult> EbpfRecorder::Run() {
   }
 
   signals.Handle(OnStopSignal);
-  if (opt_.pid) SayAttached(opt_, result_.path, CountThreads(opt_.pid));
+  if (opt_.pid) {
+    pollfd gone{target.get(), POLLIN, 0};
+    uint64_t threads = CountThreads(opt_.pid);
+    // Gone while the probes loaded: nothing was attached to; the run ends at once (below).
+    if (threads && !(target && poll(&gone, 1, 0) == 1)) SayAttached(opt_, result_.path, threads);
+  }
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);
   Status released = child ? child->Release() : Status::Ok();
@@ -1093,7 +1098,9 @@ Expected<RecordResult> EbpfRecorder::Run() {
     // A -p process that ended before the probes were attached is still in the traced set (no
     // exit probe saw it go), and the wait below would last until another process took its pid,
     // then record that one. Its pidfd turns readable only after its exit tracepoint has run, so
-    // an exit the probes did see has already removed it.
+    // an exit the probes did see has already removed it. (Its bit in the states array stays
+    // set: a process that took the pid in the tens of milliseconds before the links go would
+    // have its first calls recorded. Clearing it here would race with the programs' updates.)
     if (exited && target) {
       uint32_t gone = static_cast<uint32_t>(root);
       (void)maps_[kMapTraced]->Delete(&gone);

@@ -222,6 +222,9 @@ Status PtraceRecorder::AttachAll(pid_t pid) {
       if (tid <= 0 || tasks_.count(tid)) continue;
       if (ptrace(PTRACE_SEIZE, tid, 0, kOptions & ~PTRACE_O_EXITKILL) != 0) {
         if (errno == ESRCH) continue;  // exited meanwhile
+        // A leader that called pthread_exit while the other threads run on: nothing to trace
+        // in it, and the process is traced through the others (as strace does).
+        if (errno == EPERM && ThreadExited(pid, tid)) continue;
         int err = errno;
         closedir(d);
         return Error(Code::kPermission,
