@@ -239,9 +239,10 @@ int Run(RecordCli& c) {
   // The end state: what the program left on disk, for `fay replay --verify` to compare its
   // tree with. Only for a whole recording; a trace without it still replays and verifies calls.
   std::string end_note;
-  // -o /dev/null (a run measured, not kept) has no trace to append it to: nothing to say.
+  // -o /dev/null (a run measured, not kept) or another device has no trace file to append it
+  // to: nothing to say. A file that is gone or unreadable is still said.
   struct stat out_st;
-  const bool device = stat(r->path.c_str(), &out_st) == 0 && S_ISCHR(out_st.st_mode);
+  const bool device = stat(r->path.c_str(), &out_st) == 0 && !S_ISREG(out_st.st_mode);
   if (changes && r->error.empty() && !r->detached && !device) {
     auto live = replay::Sandbox::Open("/");
     Expected<trace::EndState> es = live.status();

@@ -67,6 +67,13 @@ void SayAttached(const RecordOptions& options, const std::string& path, uint64_t
   std::fflush(stderr);
 }
 
+Status ExitedError(pid_t pid) {
+  return Error(Code::kNotFound,
+               fmt::format("process {} has already exited: a zombie its parent has not reaped, "
+                           "which makes no more system calls",
+                           pid));
+}
+
 std::string DefaultOutputName(const RecordOptions& options) {
   std::string cmd = "pid" + std::to_string(options.pid);
   if (!options.argv.empty()) {
@@ -124,11 +131,7 @@ Expected<RecordResult> Record(const RecordOptions& options) {
     return Error(
         Code::kInvalidArgument,
         fmt::format("pid {} is a kernel thread: it makes no system calls to record", options.pid));
-  if (options.pid && HasExited(options.pid))
-    return Error(Code::kNotFound,
-                 fmt::format("process {} has already exited: a zombie its parent has not reaped, "
-                             "which makes no more system calls",
-                             options.pid));
+  if (options.pid && HasExited(options.pid)) return ExitedError(options.pid);
   if (options.backend == "ebpf") return RecordWithEbpf(options);
   if (options.backend == "ptrace" || options.pid) return RecordWithPtrace(options);
   // auto: eBPF where the kernel allows it (what `fay doctor` checks), else ptrace. Only a

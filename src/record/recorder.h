@@ -104,6 +104,9 @@ void RemoveOutput(const std::string& path, const OutputFile& made);
 // recorded on that line rather than after a guessed delay.
 void SayAttached(const RecordOptions& options, const std::string& path, uint64_t threads);
 
+// -p of a process that has already exited (HasExited), or whose threads all had by the attach.
+Status ExitedError(pid_t pid);
+
 // Records until the command (or, with -p, the process) ends, or until SIGINT/SIGTERM, which
 // detach cleanly. Errors before the program runs (no such command or pid, unwritable output,
 // bad -e) come back as a Status; a failure during recording comes back in RecordResult::error

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -76,7 +77,20 @@ bool HasExited(pid_t pid) {
   // Not /proc/PID/stat's state: a leader that called pthread_exit shows Z while its other
   // threads run on. A pidfd turns readable only once the whole thread group has exited.
   int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return false;
+  if (fd < 0) {
+    // Without a pidfd (out of descriptors; before 5.3): every thread exited, by its state.
+    if (errno == ESRCH) return false;
+    DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+    if (!d) return false;
+    bool any = false, all = true;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      any = true;
+      all = all && ThreadExited(pid, static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+    }
+    closedir(d);
+    return any && all;
+  }
   pollfd p{fd, POLLIN, 0};
   bool exited = poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
   close(fd);
@@ -85,6 +99,7 @@ bool HasExited(pid_t pid) {
 
 bool ThreadExited(pid_t pid, pid_t tid) {
   std::string s = Slurp("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  if (s.empty()) return true;  // gone altogether
   size_t close = s.rfind(')');
   char state = 0;
   if (close == std::string::npos || sscanf(s.c_str() + close + 1, " %c", &state) != 1) return false;
@@ -116,7 +131,10 @@ uint64_t CountThreads(pid_t pid) {
   DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
   if (!d) return 0;
   uint64_t n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  // An exited leader (pthread_exit) is listed until the process ends; it is no thread to trace.
+  while (dirent* e = readdir(d))
+    n += e->d_name[0] != '.' &&
+         !ThreadExited(pid, static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
   closedir(d);
   return n;
 }

@@ -28,8 +28,8 @@ bool IsKernelThread(pid_t pid);
 // Every thread of process pid has exited and it waits for its parent to reap it (a zombie). Its
 // pid still answers kill(pid, 0), but it makes no more calls and ptrace refuses it (EPERM).
 bool HasExited(pid_t pid);
-// Thread tid of process pid has exited and waits to be reaped (state Z or X): a leader that called
-// pthread_exit while the other threads run on. ptrace refuses it (EPERM); it makes no more calls.
+// Thread tid of process pid has exited and waits to be reaped (state Z or X), or is gone: a leader
+// that called pthread_exit while the other threads run on. ptrace refuses it (EPERM).
 bool ThreadExited(pid_t pid, pid_t tid);
 // /proc/PID/exe, cwd; empty when unreadable.
 std::string ReadProcLink(pid_t pid, const char* what);

@@ -31,14 +31,20 @@ static inline void testprog_on_go(int sig) {
   testprog_go = 1;
 }
 
+// From here, SIGUSR1 ends testprog_pause early. A program whose threads pause calls it before
+// it starts them: a signal sent as soon as they exist finds the handler in place.
+static inline void testprog_go_on_sigusr1(void) {
+  struct sigaction sa = {0};
+  sa.sa_handler = testprog_on_go;
+  sigaction(SIGUSR1, &sa, 0);
+}
+
 // Sleeps MS milliseconds, resumed across interruptions (a tracer's attach), or until SIGUSR1,
 // whichever comes first. A test attaches with -p, waits until the tracer says it is attached,
 // then sends SIGUSR1: the measured work starts after the attach however slow the machine is,
 // and MS only bounds the wait should the test never send it.
 static inline void testprog_pause(long ms) {
-  struct sigaction sa = {0};
-  sa.sa_handler = testprog_on_go;
-  sigaction(SIGUSR1, &sa, 0);
+  testprog_go_on_sigusr1();
   struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
   while (!testprog_go && nanosleep(&left, &left) != 0) {
   }

@@ -18,7 +18,9 @@ static void* worker(void* unused) {
 
 int main(int argc, char** argv) {
   calls = testprog_arg(argc, argv, 1, "usage: leader_exit N\n");
-  // SIGUSR1 is taken by whichever thread is alive: the worker, once the leader is gone.
+  // SIGUSR1 is taken by whichever thread is alive: the worker, once the leader is gone. The
+  // handler is in place before the worker exists, so a signal sent at once is not fatal.
+  testprog_go_on_sigusr1();
   pthread_t t;
   if (pthread_create(&t, 0, worker, 0) != 0) return 1;
   pthread_exit(0);

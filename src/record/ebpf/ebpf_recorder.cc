@@ -1074,7 +1074,7 @@ Expected<RecordResult> EbpfRecorder::Run() {
     pollfd gone{target.get(), POLLIN, 0};
     uint64_t threads = CountThreads(opt_.pid);
     // Gone while the probes loaded: nothing was attached to; the run ends at once (below).
-    if (threads && !(target && poll(&gone, 1, 0) == 1)) SayAttached(opt_, result_.path, threads);
+    if (target ? poll(&gone, 1, 0) != 1 : threads != 0) SayAttached(opt_, result_.path, threads);
   }
 
   uint64_t t0 = Now(CLOCK_MONOTONIC);

@@ -50,7 +50,9 @@ void OnStopSignal(int sig) {
   g_stop_signal = sig;
   g_stop_count = g_stop_count + 1;
   // Wakes the tracer's waitpid even when the tracee is idle: the interrupt makes it stop.
+  int saved = errno;
   if (g_root > 0) ptrace(PTRACE_INTERRUPT, g_root, 0, 0);
+  errno = saved;
 }
 
 uint64_t Now(clockid_t clock) {
@@ -221,11 +223,11 @@ Status PtraceRecorder::AttachAll(pid_t pid) {
       pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
       if (tid <= 0 || tasks_.count(tid)) continue;
       if (ptrace(PTRACE_SEIZE, tid, 0, kOptions & ~PTRACE_O_EXITKILL) != 0) {
-        if (errno == ESRCH) continue;  // exited meanwhile
+        int err = errno;
+        if (err == ESRCH) continue;  // exited meanwhile
         // A leader that called pthread_exit while the other threads run on: nothing to trace
         // in it, and the process is traced through the others (as strace does).
-        if (errno == EPERM && ThreadExited(pid, tid)) continue;
-        int err = errno;
+        if (err == EPERM && ThreadExited(pid, tid)) continue;
         closedir(d);
         return Error(Code::kPermission,
                      fmt::format("cannot trace pid {}: {}{}", pid, std::strerror(err),
@@ -240,6 +242,10 @@ Status PtraceRecorder::AttachAll(pid_t pid) {
     }
     closedir(d);
   }
+  // Every thread had exited by the time it was reached: a zombie now, nothing to record.
+  if (tasks_.empty()) return ExitedError(pid);
+  // The stop signal's wake-up interrupts a tracee: the leader is none when it had exited.
+  if (!tasks_.count(pid)) g_root = tasks_.begin()->first;
   return Status::Ok();
 }
 
