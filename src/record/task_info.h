@@ -35,7 +35,8 @@ bool ThreadExited(pid_t pid, pid_t tid);
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.
 std::vector<std::string> ReadProcStrings(pid_t pid, const char* what);
-// How many threads process pid has now (0 if it is gone).
+// How many live threads process pid has now: an exited leader (pthread_exit) is not counted;
+// 0 if the process is gone.
 uint64_t CountThreads(pid_t pid);
 
 }  // namespace fay::record
