@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,14 @@ std::string Slurp(const std::string& path) {
   while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   close(fd);
   return out;
+}
+
+// A /proc .../stat file past "pid (comm)" (comm may hold spaces and ')'): "state ppid ...", or
+// "" when it cannot be read.
+std::string StatAfterComm(const std::string& path) {
+  std::string s = Slurp(path);
+  size_t close = s.rfind(')');
+  return close == std::string::npos ? std::string() : s.substr(close + 1);
 }
 
 }  // namespace
@@ -62,13 +71,10 @@ bool ReadTaskInfo(pid_t tid, TaskInfo* out) {
 }
 
 bool IsKernelThread(pid_t pid) {
-  std::string s = Slurp("/proc/" + std::to_string(pid) + "/stat");
-  // pid (comm) state ppid pgrp session tty_nr tpgid flags: comm may hold spaces and ')'.
-  size_t close = s.rfind(')');
+  // state ppid pgrp session tty_nr tpgid flags
+  std::string s = StatAfterComm("/proc/" + std::to_string(pid) + "/stat");
   unsigned long flags = 0;
-  if (close == std::string::npos ||
-      sscanf(s.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
-    return false;
+  if (sscanf(s.c_str(), " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1) return false;
   constexpr unsigned long kPfKthread = 0x00200000;
   return (flags & kPfKthread) != 0;
 }
@@ -80,16 +86,9 @@ bool HasExited(pid_t pid) {
   if (fd < 0) {
     // Without a pidfd (out of descriptors; before 5.3): every thread exited, by its state.
     if (errno == ESRCH) return false;
-    DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
-    if (!d) return false;
-    bool any = false, all = true;
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      any = true;
-      all = all && ThreadExited(pid, static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
-    }
-    closedir(d);
-    return any && all;
+    const std::vector<pid_t> tids = ListThreads(pid);
+    return !tids.empty() &&
+           std::all_of(tids.begin(), tids.end(), [pid](pid_t t) { return ThreadExited(pid, t); });
   }
   pollfd p{fd, POLLIN, 0};
   bool exited = poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
@@ -98,11 +97,10 @@ bool HasExited(pid_t pid) {
 }
 
 bool ThreadExited(pid_t pid, pid_t tid) {
-  std::string s = Slurp("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
-  if (s.empty()) return true;  // gone altogether
-  size_t close = s.rfind(')');
+  std::string s =
+      StatAfterComm("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
   char state = 0;
-  if (close == std::string::npos || sscanf(s.c_str() + close + 1, " %c", &state) != 1) return false;
+  if (sscanf(s.c_str(), " %c", &state) != 1) return true;  // gone altogether
   return state == 'Z' || state == 'X';
 }
 
@@ -127,16 +125,23 @@ std::vector<std::string> ReadProcStrings(pid_t pid, const char* what) {
   return out;
 }
 
-uint64_t CountThreads(pid_t pid) {
+std::vector<pid_t> ListThreads(pid_t pid) {
+  std::vector<pid_t> out;
   DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
-  if (!d) return 0;
-  uint64_t n = 0;
-  // An exited leader (pthread_exit) is listed until the process ends; it is no thread to trace.
-  while (dirent* e = readdir(d))
-    n += e->d_name[0] != '.' &&
-         !ThreadExited(pid, static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10)));
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    pid_t tid = static_cast<pid_t>(std::strtol(e->d_name, nullptr, 10));
+    if (tid > 0) out.push_back(tid);
+  }
   closedir(d);
-  return n;
+  return out;
+}
+
+uint64_t CountThreads(pid_t pid) {
+  const std::vector<pid_t> tids = ListThreads(pid);
+  // An exited leader (pthread_exit) is listed until the process ends; it is no thread to trace.
+  return static_cast<uint64_t>(
+      std::count_if(tids.begin(), tids.end(), [pid](pid_t t) { return !ThreadExited(pid, t); }));
 }
 
 }  // namespace fay::record

@@ -35,6 +35,8 @@ bool ThreadExited(pid_t pid, pid_t tid);
 std::string ReadProcLink(pid_t pid, const char* what);
 // /proc/PID/environ or cmdline as a list of NUL-separated strings.
 std::vector<std::string> ReadProcStrings(pid_t pid, const char* what);
+// The thread ids under /proc/PID/task now (empty if the process is gone).
+std::vector<pid_t> ListThreads(pid_t pid);
 // How many live threads process pid has now: an exited leader (pthread_exit) is not counted;
 // 0 if the process is gone.
 uint64_t CountThreads(pid_t pid);
